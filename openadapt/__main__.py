@@ -1,0 +1,3 @@
+from openadapt.cli import app
+
+app()

@@ -1,0 +1,1 @@
+"""The environment package format: manifest, loading, serving."""

@@ -1,0 +1,22 @@
+"""Serve a package over OpenEnv's FastAPI/WebSocket stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEFAULT_MAX_SESSIONS = 16
+
+
+def create_package_app(root: Path | str, max_sessions: int = DEFAULT_MAX_SESSIONS, *, trust: bool = True):
+    """The OpenEnv app for the package at `root`: one environment per WebSocket session.
+
+    A package's own `server/app.py` calls this (it is its own code, so trust is implied there);
+    `openadapt serve` passes the user's `--trust` choice.
+    """
+    from openenv.core.env_server.http_server import create_app
+
+    from openadapt.envpkg.loader import load, resolve
+
+    pkg = load(resolve(str(root)), trust=trust)
+    return create_app(pkg.env_cls, pkg.action_cls, pkg.observation_cls, env_name=pkg.ref.name,
+                      max_concurrent_envs=max_sessions)

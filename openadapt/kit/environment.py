@@ -1,0 +1,193 @@
+"""`OpenAdaptEnvironment`: the OpenEnv `Environment` every openadapt package subclasses.
+
+The base class owns everything that is not domain logic: per-episode tier selection (`reset(seed, eci)`),
+seeding, the step budget, malformed and invalid actions, stepping after the end, the reward rubric, and the
+metadata contract. A subclass writes four hooks:
+
+- `build_rubric()`: the reward components (`RewardComponents`).
+- `generate(rng, tier)`: build a new episode from the seeded rng and the tier's profile.
+- `apply(action)`: carry out one valid action and say what happened (`Outcome`).
+- `observe()`: the domain fields of the observation the agent sees now.
+
+and may override `oracle_view()` to hand privileged state to its oracle (never served over the wire).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import random
+import secrets
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Generic, TypeVar
+
+from openenv.core.env_server.interfaces import Environment
+
+from openadapt.envpkg.manifest import MANIFEST_FILE, OpenAdaptSection, parse_manifest
+from openadapt.kit.eci import DEFAULT_PROFILES, Perturber, TierProfile
+from openadapt.kit.models import MALFORMED_KEY, AgentAction, AgentObservation, EpisodeState
+from openadapt.kit.rewards import RewardComponents
+
+ActT = TypeVar("ActT", bound=AgentAction)
+ObsT = TypeVar("ObsT", bound=AgentObservation)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one action did. `error` is a machine-readable code for a rejected action."""
+
+    feedback: str
+    error: str | None = None
+    terminal: bool = False
+    solved: bool = False
+
+
+def _find_manifest(cls: type) -> Path:
+    here = Path(inspect.getfile(cls)).resolve().parent
+    for folder in (here, *here.parents):
+        if (folder / MANIFEST_FILE).is_file():
+            return folder
+    raise FileNotFoundError(f"no {MANIFEST_FILE} above {here} for {cls.__name__}")
+
+
+class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, ObsT]):
+    """Base class; see the module docstring for the hooks a domain implements."""
+
+    SUPPORTS_CONCURRENT_SESSIONS: ClassVar[bool] = True
+    observation_type: ClassVar[type[AgentObservation]]
+    tier_profiles: ClassVar[dict[int, TierProfile]] = DEFAULT_PROFILES
+    solve_rate_window: ClassVar[int] = 50
+    _section_cache: ClassVar[dict[type, OpenAdaptSection]] = {}
+
+    def __init__(self) -> None:
+        super().__init__(rubric=self.build_rubric())
+        self.manifest = self.package_section()
+        self._solved_history: deque[bool] = deque(maxlen=self.solve_rate_window)
+        self._state = EpisodeState(episode_id=None, step_count=0)
+        self._final: ObsT | None = None
+        self.tier: TierProfile = self.tier_profiles[self.manifest.eci_tiers[0]]
+        self.perturb = Perturber(random.Random(0), self.tier)
+
+    # ---- domain hooks -------------------------------------------------------------------------------
+    def build_rubric(self) -> RewardComponents:
+        raise NotImplementedError
+
+    def generate(self, rng: random.Random, tier: TierProfile) -> None:
+        raise NotImplementedError
+
+    def apply(self, action: ActT) -> Outcome:
+        raise NotImplementedError
+
+    def observe(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def oracle_view(self) -> Any:
+        """Privileged episode state for the package's oracle. Never exposed through the server."""
+        raise NotImplementedError
+
+    # ---- package facts ------------------------------------------------------------------------------
+    @classmethod
+    def package_section(cls) -> OpenAdaptSection:
+        """The `openadapt:` section of this environment's own manifest (read once per class)."""
+        if cls not in cls._section_cache:
+            cls._section_cache[cls] = parse_manifest(_find_manifest(cls)).openadapt
+        return cls._section_cache[cls]
+
+    @classmethod
+    def prompt_context(cls) -> dict[str, Any]:
+        """Static facts the system prompt template may use (vocabularies, tool lists)."""
+        return {}
+
+    # ---- OpenEnv contract ---------------------------------------------------------------------------
+    @property
+    def state(self) -> EpisodeState:
+        return self._state
+
+    def reset(
+        self, seed: int | None = None, episode_id: str | None = None, eci: int = 1, **kwargs: Any
+    ) -> ObsT:
+        if eci not in self.manifest.eci_tiers:
+            raise ValueError(f"eci={eci!r} is not a supported tier; this environment supports {self.manifest.eci_tiers}")
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        rng = random.Random(seed)
+        self.tier = self.tier_profiles[eci]
+        self.perturb = Perturber(rng, self.tier)
+        self._state = EpisodeState(
+            episode_id=episode_id or str(uuid.uuid4()),
+            step_count=0,
+            eci=eci,
+            seed=seed,
+            step_budget=self.manifest.step_budget[eci],
+        )
+        self._final = None
+        self._reset_rubric()
+        self.generate(rng, self.tier)
+        return self._observation(Outcome(feedback="New episode."), reward=0.0)
+
+    def step(self, action: ActT, timeout_s: float | None = None, **kwargs: Any) -> ObsT:
+        if self._state.episode_id is None:
+            raise RuntimeError("step() called before reset(): start an episode first")
+        if self._final is not None:
+            return self._final.model_copy(
+                update={"reward": 0.0, "error": "episode_over", "feedback": "The episode is over; call reset()."}
+            )
+        self._state.step_count += 1
+        malformed = action.metadata.get(MALFORMED_KEY) if action.metadata else None
+        if malformed:
+            outcome = Outcome(feedback=f"Your reply could not be parsed as an action: {malformed}",
+                              error="malformed_completion")
+            reward = self.manifest.text_protocol.malformed_reward
+        else:
+            outcome = self.apply(action)
+            reward = self.manifest.invalid_action_reward if outcome.error else 0.0
+        termination = "agent"
+        if not outcome.terminal and self._state.step_count >= self._state.step_budget:
+            outcome.terminal = True
+            termination = "budget_exhausted"
+            outcome.feedback += " The step budget is spent; the episode ends unsolved."
+        if outcome.terminal:
+            reward += self._apply_rubric(action, outcome)
+        return self._observation(outcome, reward, termination)
+
+    # ---- internals ----------------------------------------------------------------------------------
+    def _observation(self, outcome: Outcome, reward: float, termination: str = "agent") -> ObsT:
+        low, high = self.manifest.reward_range
+        reward = min(high, max(low, reward))
+        if not math.isfinite(reward):
+            raise ValueError(f"non-finite reward {reward}")
+        state = self._state
+        state.episode_return += reward
+        metadata: dict[str, Any] = {
+            "eci": state.eci,
+            "seed": state.seed,
+            "step": state.step_count,
+            "steps_remaining": state.step_budget - state.step_count,
+        }
+        if outcome.terminal:
+            state.done = True
+            self._solved_history.append(outcome.solved)
+            metadata.update(
+                solved=outcome.solved,
+                solve_rate_signal=round(sum(self._solved_history) / len(self._solved_history), 6),
+                solve_rate_window=len(self._solved_history),
+                reward_components=self.rubric.breakdown(),
+                episode_return=round(state.episode_return, 6),
+                termination=termination,
+            )
+        obs = self.observation_type(
+            **self.observe(),
+            feedback=outcome.feedback,
+            error=outcome.error,
+            eci=state.eci,
+            steps_remaining=state.step_budget - state.step_count,
+            done=outcome.terminal,
+            reward=round(reward, 6),
+            metadata=metadata,
+        )
+        if outcome.terminal:
+            self._final = obs
+        return obs

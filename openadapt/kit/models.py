@@ -1,0 +1,34 @@
+"""Typed contracts every openadapt environment shares, on top of OpenEnv's Action/Observation/State."""
+
+from __future__ import annotations
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import Field
+
+# Key in `Action.metadata` that marks a completion the text protocol could not parse. The environment answers
+# such an action with the declared malformed reward, so a bad completion costs a step instead of crashing.
+MALFORMED_KEY = "openadapt_malformed"
+
+
+class AgentAction(Action):
+    """Base for openadapt actions. Every field of a subclass must have a default, so that a malformed
+    completion can still be sent as an action (`{"metadata": {MALFORMED_KEY: reason}}`)."""
+
+
+class AgentObservation(Observation):
+    """Fields every openadapt observation carries, beside the domain's own."""
+
+    feedback: str = Field(default="", description="what the last action did, in words")
+    error: str | None = Field(default=None, description="machine-readable code when the last action was rejected")
+    eci: int = Field(default=1, ge=1, le=5, description="Environment Complexity Index of this episode")
+    steps_remaining: int = Field(default=0, ge=0, description="steps left in the episode's budget")
+
+
+class EpisodeState(State):
+    """Agent-visible episode state (served at /state): never holds the hidden answer."""
+
+    eci: int = 1
+    seed: int | None = None
+    step_budget: int = 0
+    done: bool = False
+    episode_return: float = 0.0

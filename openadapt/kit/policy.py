@@ -1,0 +1,72 @@
+"""Policies: anything that maps an observation to an action.
+
+Packages ship an oracle (privileged: it reads `env.oracle_view()`) and optionally a heuristic (sees only
+observations). The random policy is generic: it builds valid actions from the action class's JSON schema.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any, ClassVar
+
+from openenv.core.env_server.types import Action, Observation
+
+_WORD = re.compile(r"[A-Za-z][\w.-]{2,}")
+
+
+class Policy:
+    """Base class. `begin` is called after every reset; `act` once per step."""
+
+    name: ClassVar[str] = "policy"
+    privileged: ClassVar[bool] = False
+
+    def begin(self, env: Any, observation: Observation, rng: random.Random) -> None:
+        self.env = env
+        self.rng = rng
+
+    def act(self, observation: Observation) -> Action:
+        raise NotImplementedError
+
+
+class RandomPolicy(Policy):
+    """Random schema-valid actions; strings are words drawn from the current observation."""
+
+    name = "random"
+
+    def __init__(self, action_cls: type[Action]):
+        self.action_cls = action_cls
+        self.schema = action_cls.model_json_schema()
+
+    def act(self, observation: Observation) -> Action:
+        words = _WORD.findall(observation.model_dump_json(exclude={"metadata"})) or ["x"]
+        payload = {}
+        for name, prop in self.schema.get("properties", {}).items():
+            if name == "metadata":
+                continue
+            payload[name] = self._sample(self._resolve(prop), words)
+        return self.action_cls.model_validate(payload)
+
+    def _resolve(self, prop: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in prop:
+            return self.schema["$defs"][prop["$ref"].rsplit("/", 1)[-1]]
+        options = [p for p in prop.get("anyOf", []) if p.get("type") != "null"]
+        return self._resolve(options[0]) if options else prop
+
+    def _sample(self, prop: dict[str, Any], words: list[str]) -> Any:
+        rng = self.rng
+        if "enum" in prop:
+            return rng.choice(prop["enum"])
+        if "const" in prop:
+            return prop["const"]
+        kind = prop.get("type")
+        if kind == "number":
+            return rng.uniform(prop.get("minimum", 0.0), prop.get("maximum", 1.0))
+        if kind == "integer":
+            return rng.randint(int(prop.get("minimum", 0)), int(prop.get("maximum", 10)))
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "array":
+            item = self._resolve(prop.get("items", {"type": "string"}))
+            return [self._sample(item, words) for _ in range(rng.randint(0, 2))]
+        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 3)))

@@ -1,0 +1,99 @@
+"""The text protocol: how an observation becomes a prompt and a completion becomes an action.
+
+Both directions are declared in the package manifest (`openadapt.text_protocol`): the prompts are jinja2
+templates shipped in the package; a completion must carry one JSON object that validates as the action class
+(prose and code fences around it are tolerated). A completion that does not parse becomes a *malformed action*
+(`MALFORMED_KEY` in its metadata) that the environment answers with the declared malformed reward.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from openenv.core.env_server.types import Action, Observation
+from pydantic import ValidationError
+
+from openadapt.kit.models import MALFORMED_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCompletion:
+    action: Action
+    error: str | None  # None when the completion parsed; otherwise why it did not
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _first_json_object(text: str) -> Any:
+    """The first decodable JSON object in `text` (raises ValueError when there is none)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    raise ValueError("no JSON object found in the reply")
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:3]:
+        where = ".".join(str(p) for p in err["loc"]) or "action"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class TextProtocol:
+    """Renders prompts from a package's templates and parses completions into its action class."""
+
+    def __init__(self, package_root: Path, system_template: str, observation_template: str,
+                 action_cls: type[Action], context: dict[str, Any] | None = None):
+        self.action_cls = action_cls
+        loader = jinja2.FileSystemLoader(str(package_root))
+        self._jinja = jinja2.Environment(
+            loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+            keep_trailing_newline=False, autoescape=False,
+        )
+        self._system = self._jinja.get_template(system_template)
+        self._observation = self._jinja.get_template(observation_template)
+        self._context = dict(context or {})
+        self._schema = action_cls.model_json_schema()
+
+    def system_prompt(self) -> str:
+        return self._system.render(action_schema=json.dumps(self._schema, indent=None), **self._context).strip()
+
+    def render(self, observation: Observation) -> str:
+        """The user-turn prompt for one observation."""
+        return self._observation.render(obs=observation, **self._context).strip()
+
+    def parse(self, completion: str) -> ParsedCompletion:
+        """Parse a completion; never raises. A failure yields the malformed action and its reason."""
+        try:
+            payload = _first_json_object(completion)
+        except ValueError as exc:
+            return self.malformed(str(exc))
+        payload.pop("metadata", None)  # the agent may not set protocol metadata
+        try:
+            return ParsedCompletion(self.action_cls.model_validate(payload), None)
+        except ValidationError as exc:
+            return self.malformed(f"the JSON object is not a valid action ({_describe(exc)})")
+
+    def malformed(self, reason: str) -> ParsedCompletion:
+        action = self.action_cls.model_validate({"metadata": {MALFORMED_KEY: reason}})
+        return ParsedCompletion(action, reason)
+
+    @staticmethod
+    def format_action(action: Action) -> str:
+        """The canonical completion for an action (what a perfect agent would write)."""
+        return json.dumps(action.model_dump(exclude={"metadata"}, exclude_defaults=True), sort_keys=True)

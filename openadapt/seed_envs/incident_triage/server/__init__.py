@@ -1,0 +1,1 @@
+"""Incident triage environment server components."""
