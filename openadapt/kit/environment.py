@@ -110,7 +110,9 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
         self, seed: int | None = None, episode_id: str | None = None, eci: int = 1, **kwargs: Any
     ) -> ObsT:
         if eci not in self.manifest.eci_tiers:
-            raise ValueError(f"eci={eci!r} is not a supported tier; this environment supports {self.manifest.eci_tiers}")
+            raise ValueError(
+                f"eci={eci!r} is not a supported tier; this environment supports {self.manifest.eci_tiers}"
+            )
         if seed is None:
             seed = secrets.randbelow(2**31)
         rng = random.Random(seed)

@@ -69,4 +69,4 @@ class RandomPolicy(Policy):
         if kind == "array":
             item = self._resolve(prop.get("items", {"type": "string"}))
             return [self._sample(item, words) for _ in range(rng.randint(0, 2))]
-        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 3)))
+        return rng.choice(words)

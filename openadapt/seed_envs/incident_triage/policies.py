@@ -14,7 +14,7 @@ except ImportError:
 
 class TriageOracle(Policy):
     """Reads the hidden incident and walks the shortest honest path: find the root through the dependency
-    report if it is two hops away, read its logs, read its runbook notes if a constraint hides there, then
+    report if it is two hops away, read its logs, read its runbook notes on tiers where constraints hide, then
     diagnose quoting a line it has actually been shown."""
 
     name = "oracle"
@@ -27,7 +27,7 @@ class TriageOracle(Policy):
             plan.append(("check_dependencies", inc.alert_service))
         if len(inc.path) > 1:
             plan.append(("inspect_logs", inc.root))
-        if inc.constrained:
+        if inc.runbook_required:
             plan.append(("read_runbook", inc.root))
         done = observation.metadata.get("step", 0)
         if done < len(plan):
@@ -78,7 +78,8 @@ class KeywordHeuristic(Policy):
             service = observation.alert.split()[1].rstrip(":") if observation.alert else observation.services[0]
             return TriageAction(tool="diagnose_incident", service=service, root_cause="cpu_saturation",
                                 mitigation="scale_out", confidence=0.9, reasoning="No clear signal.")
-        service = lines[0].split()[1]
+        named = [line.split()[1] for line in lines if line.split()[1] in observation.services]
+        service = named[0] if named and observation.error is None else observation.alert.split()[1].rstrip(":")
         return TriageAction(
             tool="diagnose_incident", service=service, root_cause=best, mitigation=DEFAULT_FIX[best],
             evidence=lines[:2], confidence=0.9,

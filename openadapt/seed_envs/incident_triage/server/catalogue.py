@@ -148,6 +148,17 @@ BACKGROUND_LOGS: tuple[str, ...] = (
     "INFO {svc} scheduled job completed in {n}ms",
 )
 
+# Benign lines that happen to share words with fault evidence: the log noise of a busy system (ECI 2+).
+NOISE_LOGS: tuple[str, ...] = (
+    "DEBUG {svc} GC pause 14ms (young generation, normal)",
+    "INFO {svc} connection pool resized to 64 by autoscaler",
+    "INFO {svc} deployment canary healthy at 5% of pods",
+    "INFO {svc} nightly volume snapshot completed",
+    "INFO {svc} certificate rotation check ok (expires in 41 days)",
+    "DEBUG {svc} DNS record cache refreshed",
+    "INFO {svc} queue depth 3 (normal)",
+)
+
 SYMPTOM_LOGS: tuple[str, ...] = (
     "ERROR {svc} upstream {dep} timed out after {n}ms",
     "WARN {svc} retrying call to {dep} (attempt 3 of 3)",

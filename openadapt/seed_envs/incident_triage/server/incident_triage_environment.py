@@ -9,7 +9,6 @@ revealed only by the root service's runbook notes, can change the right mitigati
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,12 +17,30 @@ from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, Reward
 try:
     from ..models import TriageAction, TriageObservation
     from .catalogue import (
-        BACKGROUND_LOGS, DATASTORES, DEPENDENTS, FAULTS, ROOT_CAUSES, SERVICES, SYMPTOM_LOGS, TOPOLOGY, Fault,
+        BACKGROUND_LOGS,
+        DATASTORES,
+        DEPENDENTS,
+        FAULTS,
+        NOISE_LOGS,
+        ROOT_CAUSES,
+        SERVICES,
+        SYMPTOM_LOGS,
+        TOPOLOGY,
+        Fault,
     )
 except ImportError:  # standalone `uvicorn server.app:app`
     from models import TriageAction, TriageObservation
     from server.catalogue import (
-        BACKGROUND_LOGS, DATASTORES, DEPENDENTS, FAULTS, ROOT_CAUSES, SERVICES, SYMPTOM_LOGS, TOPOLOGY, Fault,
+        BACKGROUND_LOGS,
+        DATASTORES,
+        DEPENDENTS,
+        FAULTS,
+        NOISE_LOGS,
+        ROOT_CAUSES,
+        SERVICES,
+        SYMPTOM_LOGS,
+        TOPOLOGY,
+        Fault,
     )
 
 CONSTRAINT_RATE = 0.6  # share of hidden-constraint-tier episodes whose default mitigation is wrong
@@ -44,6 +61,7 @@ class Incident:
     metrics: dict[str, list[str]]
     dependencies: dict[str, list[str]]
     notes: dict[str, list[str]]
+    runbook_required: bool
     min_steps: int
     supporting: list[str] = field(default_factory=list)  # fault evidence lines as the agent would see them
 
@@ -110,7 +128,10 @@ class IncidentTriageEnvironment(OpenAdaptEnvironment[TriageAction, TriageObserva
             root=root, fault=fault, constrained=constrained, path=path,
             mitigation=fault.constraint.mitigation if constrained else fault.mitigation,
             logs={}, metrics={}, dependencies={}, notes={},
-            min_steps=1 + (len(path) > 1) + (len(path) > 2) + constrained,
+            # The shortest path an agent without privileged state can justify: a hidden-constraint tier
+            # obliges it to read the root's runbook notes whether or not a constraint turns out to be there.
+            runbook_required=tier.hidden_constraints,
+            min_steps=1 + (len(path) > 1) + (len(path) > 2) + tier.hidden_constraints,
         )
         p = self.perturb
         for svc in SERVICES:
@@ -127,8 +148,8 @@ class IncidentTriageEnvironment(OpenAdaptEnvironment[TriageAction, TriageObserva
         error_rate = p.jitter(38.0 if alert != root else 12.0 + rng.random() * 40)
         self._alert = p.blur_numbers(f"[SEV2] {alert}: error rate {error_rate:.0f}% and p99 latency "
                                      f"{rng.randint(900, 4000)}ms over the last 10 minutes")
-        distractors = self._distractor_lines(inc, rng)
-        self._seen_logs = p.inject(inc.logs[alert], distractors)
+        noise = [_fill(t, rng, svc=rng.choice(SERVICES)) for t in rng.sample(NOISE_LOGS, round(tier.noise * 10))]
+        self._seen_logs = p.inject(p.inject(inc.logs[alert], noise, len(noise)), self._distractor_lines(inc, rng))
         self._seen_metrics = list(inc.metrics[alert])
         self._seen_deps: list[str] = []
         self._runbook = self._runbook_snippets(fault, rng)
@@ -146,7 +167,9 @@ class IncidentTriageEnvironment(OpenAdaptEnvironment[TriageAction, TriageObserva
         p = self.perturb
         background = [_fill(t, rng, svc=svc) for t in rng.sample(BACKGROUND_LOGS, 2)]
         if svc == inc.root:
-            evidence = [p.truncate(p.blur_numbers(_fill(t, rng, svc=svc))) for t in inc.fault.evidence]
+            # A lossy log shipper: numbers blurred, lines cut short, the source field sometimes lost.
+            evidence = [p.truncate(p.blur_numbers(_fill(t, rng, svc=p.missing(svc, "<unknown-source>"))))
+                        for t in inc.fault.evidence]
             keep = rng.randrange(len(evidence))  # at least one piece of evidence always survives
             inc.supporting = [e for i, e in enumerate(evidence) if i == keep or not p.chance(p.tier.drop)]
             lines = inc.supporting + background

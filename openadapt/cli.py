@@ -1,0 +1,188 @@
+"""The `openadapt` command: parses arguments, calls the library, renders results."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from openadapt import __version__
+from openadapt.errors import OpenAdaptError
+
+app = typer.Typer(
+    name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Generate, validate and train on OpenEnv environments, with an ECI curriculum.",
+)
+out = Console()
+err = Console(stderr=True)
+
+PackageArg = Annotated[str, typer.Argument(help="environment package directory, or seed:NAME")]
+TrustOpt = Annotated[bool, typer.Option("--trust", help="run a non-seed package's code in this process "
+                                        "(it is untrusted: only for packages you have reviewed)")]
+
+
+def _reports_errors(fn):
+    """Turn library errors into one line on stderr and the error's exit code (2 for usage errors)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OpenAdaptError as exc:
+            err.print(f"[red]error:[/red] {exc}", highlight=False, markup=True, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper
+
+
+def _tiers(value: str) -> list[int]:
+    if value == "all":
+        return [1, 2, 3, 4, 5]
+    try:
+        tiers = sorted({int(part) for part in value.split(",")})
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a tier: use 1-5, a list like 1,3,5, or 'all'") from None
+    if any(t not in range(1, 6) for t in tiers):
+        raise typer.BadParameter(f"{value!r}: tiers run from 1 to 5")
+    return tiers
+
+
+def _tier(value: int) -> int:
+    if value not in range(1, 6):
+        raise typer.BadParameter(f"{value} is outside 1-5")
+    return value
+
+
+@app.callback(invoke_without_command=True)
+def main(version: Annotated[bool, typer.Option("--version", help="print the version and exit")] = False) -> None:
+    if version:
+        out.print(f"openadapt {__version__}")
+        raise typer.Exit()
+
+
+@app.command()
+@_reports_errors
+def info(package: PackageArg) -> None:
+    """Show what a package's manifest declares."""
+    from openadapt.envpkg.loader import resolve
+
+    ref = resolve(package)
+    s = ref.manifest.openadapt
+    table = Table(title=f"{ref.label}", show_header=False)
+    for key, value in (
+        ("task", s.task), ("environment", s.environment), ("action", s.action), ("observation", s.observation),
+        ("ECI tiers", ", ".join(map(str, s.eci_tiers))),
+        ("step budget", ", ".join(f"ECI {t}: {b}" for t, b in sorted(s.step_budget.items()))),
+        ("reward range", f"{s.reward_range[0]} .. {s.reward_range[1]}"),
+        ("oracle", s.policies.oracle), ("heuristic", s.policies.heuristic or "-"),
+        ("malformed completion", f"reward {s.text_protocol.malformed_reward}, consumes a step"),
+        ("trusted", "yes (openadapt seed)" if ref.trusted else "no (runs only in the sandbox or with --trust)"),
+    ):
+        table.add_row(key, str(value))
+    out.print(table)
+
+
+@app.command()
+@_reports_errors
+def serve(
+    package: PackageArg,
+    host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    max_sessions: Annotated[int, typer.Option(min=1, help="concurrent WebSocket sessions")] = 16,
+    trust: TrustOpt = False,
+) -> None:
+    """Serve a package over OpenEnv's HTTP/WebSocket API (one environment per /ws session)."""
+    import uvicorn
+
+    from openadapt.envpkg.loader import resolve
+    from openadapt.envpkg.serving import create_package_app
+
+    ref = resolve(package)
+    application = create_package_app(ref.root, max_sessions=max_sessions, trust=trust or ref.trusted)
+    err.print(f"serving {ref.label} on http://{host}:{port} (WebSocket /ws, up to {max_sessions} sessions; "
+              "reset with {\"seed\": N, \"eci\": K})")
+    uvicorn.run(application, host=host, port=port, log_level="warning")
+
+
+@app.command(name="eval")
+@_reports_errors
+def eval_(
+    package: PackageArg,
+    policy: Annotated[str, typer.Option(help="oracle, heuristic or random")] = "oracle",
+    eci: Annotated[str, typer.Option(help="tier 1-5, a list like 1,3,5, or all")] = "all",
+    episodes: Annotated[int, typer.Option(min=1, help="held-out seeds per tier")] = 100,
+    seed_start: Annotated[int | None, typer.Option(help="first seed (default: the held-out range)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    trust: TrustOpt = False,
+) -> None:
+    """Solve rate (binary `solved`) and mean reward per tier for a reference policy."""
+    from rich.progress import Progress
+
+    from openadapt.envpkg.loader import load
+    from openadapt.evaluation import EVAL_SEED_START, evaluate
+
+    tiers = _tiers(eci)
+    pkg = load(package, trust=trust)
+    start = EVAL_SEED_START if seed_start is None else seed_start
+    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
+        task = bar.add_task(f"{policy} on {pkg.ref.label}", total=episodes * len(tiers))
+        report = evaluate(pkg, policy, tiers, episodes, start, progress=lambda n: bar.advance(task, n))
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    table = Table(title=f"{policy} on {pkg.ref.label}: {episodes} held-out seeds per tier from {start}")
+    for column in ("ECI", "solve rate", "95% CI", "mean reward", "95% CI", "steps"):
+        table.add_column(column, justify="right")
+    for t in report.tiers:
+        table.add_row(str(t.eci), f"{t.solve_rate:.3f}", f"{t.solve_rate_ci95[0]:.2f}-{t.solve_rate_ci95[1]:.2f}",
+                      f"{t.mean_return:.3f}", f"{t.return_ci95[0]:.2f}-{t.return_ci95[1]:.2f}", f"{t.mean_steps:.1f}")
+    out.print(table)
+    out.print("solve rate = share of episodes whose final metadata says solved=true; reward is the shaped "
+              "episode return, reported separately.", style="dim")
+
+
+@app.command()
+@_reports_errors
+def play(
+    package: PackageArg,
+    eci: Annotated[int, typer.Option(callback=_tier, help="tier 1-5")] = 1,
+    seed: Annotated[int | None, typer.Option(help="episode seed (random if omitted)")] = None,
+    trust: TrustOpt = False,
+) -> None:
+    """Play one episode by hand: you see the prompt an LLM sees and type its reply (a JSON action)."""
+    from openadapt.envpkg.loader import load
+    from openadapt.play import PlaySession
+
+    session = PlaySession(load(package, trust=trust), eci, seed)
+    out.rule("system prompt")
+    out.print(session.system_prompt, markup=False, highlight=False)
+    while not session.done:
+        out.rule(f"step {session.observation.metadata.get('step', 0)}")
+        out.print(session.prompt(), markup=False, highlight=False)
+        try:
+            reply = input("your reply> ").strip()
+        except EOFError:
+            err.print("input closed; episode abandoned")
+            raise typer.Exit(1) from None
+        if reply in {"quit", "exit", ":q"}:
+            raise typer.Exit(0)
+        if not reply:
+            continue
+        obs, parse_error = session.submit(reply)
+        if parse_error:
+            out.print(f"[yellow]not an action[/yellow]: {parse_error}", highlight=False)
+        out.print(f"reward {obs.reward:+.3f}" + (f"  error: {obs.error}" if obs.error else ""), highlight=False)
+    meta = session.observation.metadata
+    out.rule("episode over")
+    out.print(session.prompt(), markup=False, highlight=False)
+    out.print(json.dumps({"solved": meta["solved"], "episode_return": round(session.total, 4),
+                          "reward_components": meta["reward_components"]}, indent=2), highlight=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

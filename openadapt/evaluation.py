@@ -1,0 +1,128 @@
+"""Run reference policies on a package and report the honest numbers: binary solve rate (with a Wilson
+interval) apart from the shaped reward, per tier, on held-out seeds."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Callable, Iterable
+
+from pydantic import BaseModel, Field
+
+from openadapt.envpkg.loader import LoadedPackage
+from openadapt.errors import UsageError
+from openadapt.kit.policy import Policy, RandomPolicy
+
+# Seeds at or above this are never used for training (openadapt.training draws below it).
+EVAL_SEED_START = 1_000_000
+POLICIES = ("oracle", "heuristic", "random")
+
+
+class EpisodeResult(BaseModel):
+    seed: int
+    eci: int
+    solved: bool
+    episode_return: float
+    final_reward: float
+    steps: int
+    components: dict[str, float]
+
+
+class TierResult(BaseModel):
+    eci: int
+    episodes: int
+    solve_rate: float
+    solve_rate_ci95: tuple[float, float]
+    mean_return: float
+    return_ci95: tuple[float, float]
+    mean_steps: float
+    mean_components: dict[str, float]
+
+
+class EvalReport(BaseModel):
+    package: str
+    policy: str
+    seed_start: int
+    episodes_per_tier: int
+    tiers: list[TierResult] = Field(default_factory=list)
+
+    def tier(self, eci: int) -> TierResult:
+        return next(t for t in self.tiers if t.eci == eci)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
+
+
+def make_policy(pkg: LoadedPackage, name: str) -> Policy:
+    if name == "oracle":
+        return pkg.oracle_cls()
+    if name == "heuristic":
+        if pkg.heuristic_cls is None:
+            raise UsageError(f"{pkg.ref.label} ships no heuristic policy")
+        return pkg.heuristic_cls()
+    if name == "random":
+        return RandomPolicy(pkg.action_cls)
+    raise UsageError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+
+
+def run_episode(env, policy: Policy, seed: int, eci: int,
+                on_step: Callable[[object, object], None] | None = None) -> EpisodeResult:
+    """One episode of `policy` on an in-process env; `on_step(action, observation)` sees every step."""
+    obs = env.reset(seed=seed, eci=eci)
+    policy.begin(env, obs, random.Random(seed))
+    total = 0.0
+    while not obs.done:
+        action = policy.act(obs)
+        obs = env.step(action)
+        total += obs.reward or 0.0
+        if on_step is not None:
+            on_step(action, obs)
+    meta = obs.metadata
+    return EpisodeResult(seed=seed, eci=eci, solved=bool(meta["solved"]), episode_return=round(total, 6),
+                         final_reward=obs.reward or 0.0, steps=meta["step"], components=meta["reward_components"])
+
+
+def summarise(eci: int, results: list[EpisodeResult]) -> TierResult:
+    n = len(results)
+    returns = [r.episode_return for r in results]
+    mean = statistics.fmean(returns)
+    half = 1.96 * statistics.stdev(returns) / math.sqrt(n) if n > 1 else 0.0
+    names = results[0].components.keys()
+    return TierResult(
+        eci=eci, episodes=n,
+        solve_rate=round(sum(r.solved for r in results) / n, 4),
+        solve_rate_ci95=wilson_interval(sum(r.solved for r in results), n),
+        mean_return=round(mean, 4), return_ci95=(round(mean - half, 4), round(mean + half, 4)),
+        mean_steps=round(statistics.fmean(r.steps for r in results), 3),
+        mean_components={k: round(statistics.fmean(r.components[k] for r in results), 4) for k in names},
+    )
+
+
+def evaluate(pkg: LoadedPackage, policy: str, tiers: Iterable[int], episodes: int,
+             seed_start: int = EVAL_SEED_START,
+             progress: Callable[[int], None] | None = None) -> EvalReport:
+    """Evaluate a reference policy for `episodes` held-out seeds per tier (the same seeds at every tier)."""
+    tiers = list(tiers)
+    bad = [t for t in tiers if t not in pkg.section.eci_tiers]
+    if bad:
+        raise UsageError(f"tier {bad[0]} is not supported by {pkg.ref.label} (tiers {pkg.section.eci_tiers})")
+    if episodes < 1:
+        raise UsageError("--episodes must be at least 1")
+    env = pkg.make_env()
+    agent = make_policy(pkg, policy)
+    report = EvalReport(package=pkg.ref.label, policy=policy, seed_start=seed_start, episodes_per_tier=episodes)
+    for eci in tiers:
+        results = []
+        for seed in range(seed_start, seed_start + episodes):
+            results.append(run_episode(env, agent, seed, eci))
+            if progress is not None:
+                progress(1)
+        report.tiers.append(summarise(eci, results))
+    return report

@@ -1,0 +1,1 @@
+"""jinja2 templates openadapt renders: the designer's prompts and the boilerplate of generated packages."""

@@ -1,0 +1,1 @@
+"""openadapt's seed environments, shipped as package data: `seed:NAME` on the command line."""

@@ -1,0 +1,23 @@
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from openadapt.envpkg.loader import SEEDS_DIR, load  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def triage():
+    """The incident-triage seed package, loaded once."""
+    return load("seed:incident_triage")
+
+
+@pytest.fixture
+def triage_copy(tmp_path) -> Path:
+    """A writable copy of the incident-triage package, for manifest-breaking tests."""
+    dest = tmp_path / "incident_triage"
+    shutil.copytree(SEEDS_DIR / "incident_triage", dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest

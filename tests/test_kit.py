@@ -1,0 +1,112 @@
+import random
+
+import pytest
+
+from openadapt.kit import (
+    DEFAULT_PROFILES,
+    MALFORMED_KEY,
+    Perturber,
+    RewardComponent,
+    RewardComponents,
+)
+
+
+def test_tiers_are_cumulative():
+    profiles = [DEFAULT_PROFILES[t] for t in range(1, 6)]
+    for lower, higher in zip(profiles, profiles[1:], strict=False):
+        assert higher.noise >= lower.noise
+        assert higher.drop >= lower.drop
+        assert higher.distractors >= lower.distractors
+        assert higher.hidden_constraints >= lower.hidden_constraints
+    assert profiles[0].noise == profiles[0].drop == profiles[0].distractors == 0
+    assert not profiles[0].hidden_constraints
+
+
+def test_perturber_is_a_function_of_the_seed():
+    items = [f"line {i} value {i * 7}" for i in range(40)]
+
+    def run(seed, eci):
+        p = Perturber(random.Random(seed), DEFAULT_PROFILES[eci])
+        kept = p.withhold(items)
+        return [p.blur_numbers(p.truncate(x)) for x in kept], p.inject(kept, ["DISTRACTOR a", "DISTRACTOR b"])
+
+    assert run(7, 5) == run(7, 5)
+    assert run(7, 5) != run(8, 5)
+    clean, injected = run(7, 1)
+    assert clean == items and injected == items  # ECI 1 leaves the context untouched
+
+
+def test_perturber_protects_and_injects():
+    p = Perturber(random.Random(0), DEFAULT_PROFILES[5])
+    kept = p.withhold(list(range(200)), protect=lambda x: x % 10 == 0)
+    assert all(x in kept for x in range(0, 200, 10))
+    assert len(kept) < 200
+    out = p.inject(["a", "b"], ["x", "y", "z", "w", "v", "u"])
+    assert len(out) == 2 + DEFAULT_PROFILES[5].distractors
+
+
+def test_reward_components_clip_and_break_down():
+    values = {"a": 0.9, "b": -2.0}
+    rubric = RewardComponents(
+        RewardComponent("a", 0.0, 0.5, lambda act, obs: values["a"]),
+        RewardComponent("b", -0.5, 0.0, lambda act, obs: values["b"]),
+    )
+    assert rubric(None, None) == pytest.approx(0.0)  # 0.5 + (-0.5) after clipping
+    assert rubric.breakdown() == {"a": 0.5, "b": -0.5}
+    assert dict(rubric.named_children()).keys() == {"a", "b"}
+    assert rubric.range == (-0.5, 0.5)
+    rubric.reset()
+    assert rubric.breakdown() == {"a": 0.0, "b": 0.0}
+
+
+def test_reward_component_rejects_nan():
+    rubric = RewardComponents(RewardComponent("a", 0.0, 1.0, lambda act, obs: float("nan")))
+    with pytest.raises(ValueError, match="NaN"):
+        rubric(None, None)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        '{"tool": "inspect_logs", "service": "orders-db"}',
+        'I will look at the logs.\n```json\n{"tool": "inspect_logs", "service": "orders-db"}\n```\nDone.',
+        'Thinking {not json} then {"tool": "inspect_logs", "service": "orders-db"} trailing',
+    ],
+)
+def test_protocol_parses_real_completions(triage, completion):
+    parsed = triage.protocol.parse(completion)
+    assert parsed.ok, parsed.error
+    assert parsed.action.tool == "inspect_logs" and parsed.action.service == "orders-db"
+    assert not parsed.action.metadata
+
+
+@pytest.mark.parametrize(
+    ("completion", "reason"),
+    [
+        ("inspect the logs of orders-db please", "no JSON object"),
+        ('{"tool": "explode", "service": "orders-db"}', "tool"),
+        ('{"tool": "diagnose_incident", "confidence": 7}', "confidence"),
+        ('{"tool": "inspect_logs", "colour": "red"}', "colour"),
+        ("", "no JSON object"),
+    ],
+)
+def test_protocol_turns_bad_completions_into_malformed_actions(triage, completion, reason):
+    parsed = triage.protocol.parse(completion)
+    assert not parsed.ok and reason in parsed.error
+    assert parsed.action.metadata[MALFORMED_KEY] == parsed.error
+
+
+def test_agent_cannot_forge_protocol_metadata(triage):
+    parsed = triage.protocol.parse('{"tool": "inspect_logs", "service": "orders-db", '
+                                   '"metadata": {"openadapt_malformed": "x"}}')
+    assert parsed.ok and not parsed.action.metadata
+
+
+def test_prompts_render(triage):
+    env = triage.make_env()
+    obs = env.reset(seed=5, eci=3)
+    system = triage.protocol.system_prompt()
+    assert "diagnose_incident" in system and '"tool"' in system
+    prompt = triage.protocol.render(obs)
+    assert obs.alert in prompt and "ECI tier 3" in prompt
+    assert all(line in prompt for line in obs.logs)
