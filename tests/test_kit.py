@@ -110,3 +110,13 @@ def test_prompts_render(triage):
     prompt = triage.protocol.render(obs)
     assert obs.alert in prompt and "ECI tier 3" in prompt
     assert all(line in prompt for line in obs.logs)
+
+
+def test_text_checks():
+    from openadapt.kit import grounded, is_stuffed, mentions
+
+    assert mentions("Disk full and DNS", ["dns", "disk", "cpu", "dns"]) == ["dns", "disk"]
+    assert is_stuffed("a b c", ["a", "b", "c"]) and not is_stuffed("a b", ["a", "b", "c"])
+    good, bad = grounded(["ERROR orders-db No space left", "short", "  ", "made up line here"],
+                         "ERROR orders-db No space left on device")
+    assert good == ["ERROR orders-db No space left"] and bad == ["short", "made up line here"]

@@ -9,6 +9,7 @@ from openadapt.kit.models import MALFORMED_KEY, AgentAction, AgentObservation, E
 from openadapt.kit.policy import Policy, RandomPolicy
 from openadapt.kit.protocol import ParsedCompletion, TextProtocol
 from openadapt.kit.rewards import RewardComponent, RewardComponents
+from openadapt.kit.text import grounded, is_stuffed, mentions
 
 __all__ = [
     "DEFAULT_PROFILES",
@@ -27,4 +28,7 @@ __all__ = [
     "RewardComponents",
     "TextProtocol",
     "TierProfile",
+    "grounded",
+    "is_stuffed",
+    "mentions",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.kit.text import grounded, is_stuffed
 
 try:
     from ..models import TriageAction, TriageObservation
@@ -45,7 +46,7 @@ except ImportError:  # standalone `uvicorn server.app:app`
 
 CONSTRAINT_RATE = 0.6  # share of hidden-constraint-tier episodes whose default mitigation is wrong
 MIN_EVIDENCE_CHARS = 12
-_STUFFING_TERMS = tuple({*ROOT_CAUSES, *(rc.replace("_", " ") for rc in ROOT_CAUSES)})
+_STUFFING_TERMS = tuple(sorted({*ROOT_CAUSES, *(rc.replace("_", " ") for rc in ROOT_CAUSES)}))
 
 
 @dataclass
@@ -276,8 +277,8 @@ class IncidentTriageEnvironment(OpenAdaptEnvironment[TriageAction, TriageObserva
         pace = 1.0 if wasted == 0 else (max(0.0, 1.0 - wasted / slack) if slack > 0 else 0.0)
         verdict.efficiency = 0.30 * (verdict.correctness / 0.50) * pace
 
-        evidence = [e.strip() for e in action.evidence if e.strip()]
-        observed = [e for e in evidence if len(e) >= MIN_EVIDENCE_CHARS and e in self._observed_text]
+        observed, invented = grounded(action.evidence, self._observed_text, MIN_EVIDENCE_CHARS)
+        evidence = observed + invented
         supports = any(e in line for e in observed for line in inc.supporting if line in self._observed_text)
         words = len(action.reasoning.split())
         verdict.quality = (0.08 * supports
@@ -288,11 +289,9 @@ class IncidentTriageEnvironment(OpenAdaptEnvironment[TriageAction, TriageObserva
         if confidence is not None:
             verdict.calibration = 0.05 * (1.0 - abs(confidence - float(verdict.solved)))
 
-        text = action.reasoning.lower()
-        stuffed = sum(term in text for term in _STUFFING_TERMS) >= 3 or len(evidence) > 6
-        invented = len(observed) < len(evidence)
+        stuffed = is_stuffed(action.reasoning, _STUFFING_TERMS) or len(evidence) > 6
         overconfident = confidence is not None and confidence >= 0.8 and not verdict.solved
-        verdict.penalty = -(0.20 * stuffed + 0.15 * invented + 0.15 * overconfident)
+        verdict.penalty = -(0.20 * stuffed + 0.15 * bool(invented) + 0.15 * overconfident)
         self._verdict = verdict
         return Outcome(
             "Diagnosis submitted: " + ("correct." if verdict.solved else "not the whole answer."),
