@@ -232,3 +232,13 @@ def test_openenv_static_validation_passes(tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS  static.manifest" in result.stdout and "Verdict: PASS" in result.stdout
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"eci": True}, "eci=True"), ({"seed": "x"}, "seed='x'")])
+def test_bad_reset_arguments_leave_the_episode_alone(triage, kwargs, message):
+    env = triage.make_env()
+    env.reset(seed=3, eci=2)
+    before = env.state.model_dump()
+    with pytest.raises(ValueError, match=message):
+        env.reset(**{"seed": 1, "eci": 4, **kwargs})
+    assert env.state.model_dump() == before and env.tier.eci == 2

@@ -16,7 +16,8 @@ def create_package_app(root: Path | str, max_sessions: int = DEFAULT_MAX_SESSION
     from openenv.core.env_server.http_server import create_app
 
     from openadapt.envpkg.loader import load, resolve
+    from openadapt.kit.models import EpisodeState
 
     pkg = load(resolve(str(root)), trust=trust)
     return create_app(pkg.env_cls, pkg.action_cls, pkg.observation_cls, env_name=pkg.ref.name,
-                      max_concurrent_envs=max_sessions)
+                      max_concurrent_envs=max_sessions, state_cls=EpisodeState)

@@ -109,12 +109,15 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
     def reset(
         self, seed: int | None = None, episode_id: str | None = None, eci: int = 1, **kwargs: Any
     ) -> ObsT:
-        if eci not in self.manifest.eci_tiers:
+        # Validate every argument before touching the running episode.
+        if isinstance(eci, bool) or eci not in self.manifest.eci_tiers:
             raise ValueError(
                 f"eci={eci!r} is not a supported tier; this environment supports {self.manifest.eci_tiers}"
             )
         if seed is None:
             seed = secrets.randbelow(2**31)
+        elif isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed={seed!r} must be an integer")
         rng = random.Random(seed)
         self.tier = self.tier_profiles[eci]
         self.perturb = Perturber(rng, self.tier)
