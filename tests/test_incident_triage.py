@@ -2,6 +2,7 @@ import math
 import random
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -228,7 +229,7 @@ def test_state_never_holds_the_answer(triage):
 def test_openenv_static_validation_passes(tmp_path):
     pkg = tmp_path / "incident_triage"
     shutil.copytree(SEEDS_DIR / "incident_triage", pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    result = subprocess.run(["openenv", "validate", "--level", "static", str(pkg)],
+    result = subprocess.run([sys.executable, "-m", "openenv.cli", "validate", "--level", "static", str(pkg)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS  static.manifest" in result.stdout and "Verdict: PASS" in result.stdout
