@@ -19,5 +19,9 @@ def create_package_app(root: Path | str, max_sessions: int = DEFAULT_MAX_SESSION
     from openadapt.kit.models import EpisodeState
 
     pkg = load(resolve(str(root)), trust=trust)
-    return create_app(pkg.env_cls, pkg.action_cls, pkg.observation_cls, env_name=pkg.ref.name,
-                      max_concurrent_envs=max_sessions, state_cls=EpisodeState)
+    app = create_app(pkg.env_cls, pkg.action_cls, pkg.observation_cls, env_name=pkg.ref.name,
+                     max_concurrent_envs=max_sessions, state_cls=EpisodeState)
+    routes = pkg.env_cls.http_routes()
+    if routes is not None:
+        app.include_router(routes)
+    return app

@@ -9,7 +9,9 @@ metadata contract. A subclass writes four hooks:
 - `apply(action)`: carry out one valid action and say what happened (`Outcome`).
 - `observe()`: the domain fields of the observation the agent sees now.
 
-and may override `oracle_view()` to hand privileged state to its oracle (never served over the wire).
+and `oracle_view()` to hand privileged state to its oracle (never served over the wire). Optional:
+`secret_values()` (checked by the validator for leakage), `prompt_context()` (static facts for the prompt
+templates) and `http_routes()` (extra HTTP routes, e.g. a file download).
 """
 
 from __future__ import annotations
@@ -87,6 +89,16 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
     def oracle_view(self) -> Any:
         """Privileged episode state for the package's oracle. Never exposed through the server."""
         raise NotImplementedError
+
+    def secret_values(self) -> list[str]:
+        """Strings that give the current episode's answer away: the validator checks that none appears in the
+        first observation or in the served state (the agent must earn them by acting)."""
+        return []
+
+    @classmethod
+    def http_routes(cls) -> Any:
+        """Optional FastAPI `APIRouter` with extra routes served beside OpenEnv's (e.g. a file download)."""
+        return None
 
     # ---- package facts ------------------------------------------------------------------------------
     @classmethod

@@ -312,6 +312,10 @@ class IncidentTriageEnvironment(OpenAdaptEnvironment[TriageAction, TriageObserva
     def oracle_view(self) -> Incident:
         return self._incident
 
+    def secret_values(self) -> list[str]:
+        # Constrained mitigations are never a runbook default: seen before read_runbook(root), they leak.
+        return [self._incident.mitigation] if self._incident.constrained else []
+
     @classmethod
     def prompt_context(cls) -> dict[str, Any]:
         from openadapt.kit import TIER_MEANINGS
