@@ -148,6 +148,53 @@ def eval_(
 
 @app.command()
 @_reports_errors
+def validate(
+    package: PackageArg,
+    eci: Annotated[str, typer.Option(help="tiers to check: 1-5, a list like 1,3,5, or all")] = "all",
+    sandbox: Annotated[str, typer.Option(help="auto (docker, else bwrap), docker, bwrap, or process "
+                                         "(NOT isolated: explicit opt-in)")] = "auto",
+    episodes: Annotated[int, typer.Option(min=2, help="episodes per tier for oracle and reference policies")] = 20,
+    timeout: Annotated[float, typer.Option(min=1, help="wall-clock limit for the whole validation, seconds")] = 120,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    feedback: Annotated[bool, typer.Option("--feedback", help="print the designer feedback text")] = False,
+) -> None:
+    """Run a package in a sandbox and check it against the OpenEnv quality bar (exit 0 pass, 1 fail,
+    2 not a package, 3 internal error)."""
+    from openadapt.envpkg.loader import SEED_PREFIX, resolve
+    from openadapt.validator import SandboxUnavailable, Validator
+
+    if sandbox not in ("auto", "docker", "bwrap", "process"):
+        raise typer.BadParameter(f"{sandbox!r}: choose auto, docker, bwrap or process", param_hint="--sandbox")
+    tiers = _tiers(eci)
+    path = str(resolve(package).root) if package.startswith(SEED_PREFIX) else package
+    try:
+        with Validator(sandbox, episodes=episodes, timeout_s=timeout) as validator:
+            report = validator.validate(path, tiers)
+    except SandboxUnavailable as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(3) from None
+    if as_json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        raise typer.Exit(report.exit_code)
+    table = Table(title=f"validate {package}")
+    for column in ("check", "status", "evidence", "s"):
+        table.add_column(column, overflow="fold")
+    colours = {"pass": "green", "fail": "red", "error": "red", "skip": "yellow"}
+    for c in report.checks:
+        table.add_row(c.check_id, f"[{colours[c.status.value]}]{c.status.value}[/]",
+                      (c.evidence[0] if c.evidence else "")[:160], f"{c.duration_s:.2f}")
+    out.print(table)
+    box = report.sandbox
+    isolation = "isolated" if box.isolated else "[bold red]NOT ISOLATED[/]"
+    out.print(f"sandbox: {box.backend} ({isolation}); verdict: [bold]{report.verdict.value}[/]; "
+              f"{report.timings.get('total_s', 0):.2f} s")
+    if feedback and report.failing:
+        out.print(report.designer_feedback(), markup=False, highlight=False)
+    raise typer.Exit(report.exit_code)
+
+
+@app.command()
+@_reports_errors
 def play(
     package: PackageArg,
     eci: Annotated[int, typer.Option(callback=_tier, help="tier 1-5")] = 1,

@@ -4,7 +4,6 @@ interval) apart from the shaped reward, per tier, on held-out seeds."""
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Callable, Iterable
 
@@ -12,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from openadapt.envpkg.loader import LoadedPackage
 from openadapt.errors import UsageError
-from openadapt.kit.policy import Policy, RandomPolicy
+from openadapt.kit.policy import Policy, RandomPolicy, policy_rng
 
 # Seeds at or above this are never used for training (openadapt.training draws below it).
 EVAL_SEED_START = 1_000_000
@@ -76,7 +75,7 @@ def run_episode(env, policy: Policy, seed: int, eci: int,
                 on_step: Callable[[object, object], None] | None = None) -> EpisodeResult:
     """One episode of `policy` on an in-process env; `on_step(action, observation)` sees every step."""
     obs = env.reset(seed=seed, eci=eci)
-    policy.begin(env, obs, random.Random(seed))
+    policy.begin(env, obs, policy_rng(seed))
     total = 0.0
     while not obs.done:
         action = policy.act(obs)

@@ -109,7 +109,7 @@ class LoadedPackage:
         return self.env_cls()
 
 
-def _module_prefix(ref: PackageRef) -> str:
+def module_prefix(ref: PackageRef) -> str:
     if ref.root.parent == SEEDS_DIR:
         return f"openadapt.seed_envs.{ref.name}"
     digest = hashlib.sha1(str(ref.root).encode()).hexdigest()[:10]
@@ -135,4 +135,4 @@ def load(ref: PackageRef | str, *, trust: bool = False) -> LoadedPackage:
             f"{ref.label} is not one of openadapt's seed packages, so its code is untrusted: validate it in the "
             "sandbox (`openadapt validate`) or pass --trust to run it in this process"
         )
-    return LoadedPackage(ref, _module_prefix(ref))
+    return LoadedPackage(ref, module_prefix(ref))

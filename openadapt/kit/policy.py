@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import random
 import re
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from openenv.core.env_server.types import Action, Observation
 
 _WORD = re.compile(r"[A-Za-z][\w.-]{2,}")
+
+
+def policy_rng(seed: int) -> random.Random:
+    """The policy's own randomness for an episode: a function of the episode seed, but never the same stream
+    as the environment's `random.Random(seed)` (a policy drawing in step with the env would read its mind)."""
+    return random.Random(f"policy:{seed}")
 
 
 class Policy:
@@ -29,6 +36,12 @@ class Policy:
         raise NotImplementedError
 
 
+@lru_cache(maxsize=64)
+def action_schema(action_cls: type[Action]) -> dict[str, Any]:
+    """The action class's JSON schema (built once per class: pydantic's generator is slow)."""
+    return action_cls.model_json_schema()
+
+
 class RandomPolicy(Policy):
     """Random schema-valid actions; strings are words drawn from the current observation."""
 
@@ -36,7 +49,7 @@ class RandomPolicy(Policy):
 
     def __init__(self, action_cls: type[Action]):
         self.action_cls = action_cls
-        self.schema = action_cls.model_json_schema()
+        self.schema = action_schema(action_cls)
 
     def act(self, observation: Observation) -> Action:
         words = _WORD.findall(observation.model_dump_json(exclude={"metadata"})) or ["x"]

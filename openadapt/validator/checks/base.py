@@ -1,0 +1,234 @@
+"""The check registry and the context checks share (runs inside the sandbox, in a forked child)."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openadapt.kit.policy import policy_rng
+from openadapt.validator.report import CheckResult, Status
+
+STEP_TIMEOUT_S = 2.0  # one reset/step taking longer than this is a hung environment
+IMPORT_TIMEOUT_S = 15.0
+GUARD_STEPS = 5  # steps tolerated past the declared budget before an episode counts as never-ending
+
+
+class CheckFailed(Exception):
+    """Raised by a check: the package does not meet the contract."""
+
+    def __init__(self, *evidence: str, measured: dict[str, Any] | None = None, remediation: str | None = None):
+        super().__init__("; ".join(evidence))
+        self.evidence = list(evidence)
+        self.measured = measured or {}
+        self.remediation = remediation
+
+
+class StepTimeout(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    level: str
+    fn: Callable[[Context], dict[str, Any] | None]
+    depends_on: tuple[str, ...]
+    remediation: str
+
+
+REGISTRY: list[Check] = []
+
+
+def check(check_id: str, *, depends_on: tuple[str, ...] = (), remediation: str = ""):
+    """Register a check. It returns `measured` (or None) on success and raises CheckFailed otherwise."""
+
+    def register(fn):
+        REGISTRY.append(Check(check_id, check_id.split(".")[0], fn, depends_on, remediation))
+        return fn
+
+    return register
+
+
+@dataclass
+class Episode:
+    seed: int
+    eci: int
+    actions: list[Any] = field(default_factory=list)
+    observations: list[Any] = field(default_factory=list)  # observations[0] is the reset observation
+    rewards: list[float] = field(default_factory=list)
+
+    @property
+    def final(self) -> Any:
+        return self.observations[-1]
+
+    @property
+    def total(self) -> float:
+        return sum(self.rewards)
+
+    @property
+    def solved(self) -> bool:
+        return bool(self.final.done and self.final.metadata.get("solved") is True)
+
+    def trace(self) -> str:
+        return json.dumps([o.model_dump(mode="json") for o in self.observations], sort_keys=True, default=str)
+
+
+class Context:
+    """What checks share: the package, its loaded classes, cached episodes, and timing measurements."""
+
+    def __init__(self, root: Path, tiers: list[int], episodes: int):
+        self.root = root
+        self.requested_tiers = tiers
+        self.episodes = episodes
+        self.manifest = None  # PackageManifest, set by static.manifest
+        self.pkg = None  # LoadedPackage, set by static.imports
+        self.step_seconds: list[float] = []
+        self.reset_seconds: list[float] = []
+        self.import_seconds: list[float] = []
+        self.violations: list[str] = []  # time or memory limits hit by package code, in any check
+        self._cache: dict[Any, Any] = {}
+
+    # ---- package facts ---------------------------------------------------------------------------------
+    @property
+    def section(self):
+        return self.manifest.openadapt
+
+    @property
+    def tiers(self) -> list[int]:
+        supported = self.section.eci_tiers
+        return [t for t in self.requested_tiers if t in supported] or supported
+
+    @property
+    def reward_range(self) -> tuple[float, float]:
+        return self.section.reward_range
+
+    @property
+    def validation_block(self) -> dict[str, Any]:
+        return self.manifest.raw.get("validation") or {}
+
+    def cached(self, key: Any, make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    # ---- running episodes ------------------------------------------------------------------------------
+    def timed(self, fn: Callable[..., Any], *args: Any, bucket: list[float], limit_s: float = STEP_TIMEOUT_S,
+              **kwargs: Any) -> Any:
+        """Call into package code under a wall-clock alarm; record the duration."""
+
+        def _alarm(signum, frame):
+            raise StepTimeout(f"{getattr(fn, '__name__', 'call')}() did not return within {limit_s:g} s")
+
+        previous = signal.signal(signal.SIGALRM, _alarm)
+        signal.setitimer(signal.ITIMER_REAL, limit_s)
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            bucket.append(time.perf_counter() - started)
+
+    def run_episode(self, policy: Any, seed: int, eci: int, env: Any = None, max_steps: int | None = None,
+                    policy_seed: int | None = None) -> Episode:
+        """Play one episode; raises CheckFailed when it does not end within the budget (plus a guard)."""
+        env = env if env is not None else self.pkg.make_env()
+        episode = Episode(seed, eci)
+        obs = self.timed(env.reset, seed=seed, eci=eci, bucket=self.reset_seconds)
+        episode.observations.append(obs)
+        policy.begin(env, obs, policy_rng(seed if policy_seed is None else policy_seed))
+        budget = self.section.step_budget[eci]
+        limit = max_steps if max_steps is not None else budget + GUARD_STEPS
+        while not obs.done:
+            if len(episode.actions) >= limit:
+                if max_steps is not None:
+                    return episode
+                raise CheckFailed(
+                    f"ECI {eci}, seed {seed}: no done=True after {limit} steps (declared budget {budget})",
+                    measured={"steps": limit, "budget": budget},
+                    remediation="end the episode (done=True) when the step budget is spent; let the kit's "
+                                "OpenAdaptEnvironment.step handle the budget instead of overriding it",
+                )
+            action = policy.act(obs)
+            obs = self.timed(env.step, action, bucket=self.step_seconds)
+            episode.actions.append(action)
+            episode.observations.append(obs)
+            episode.rewards.append(float(obs.reward) if obs.reward is not None else math.nan)
+        return episode
+
+    def episodes_for(self, policy_name: str, eci: int, count: int, make_policy: Callable[[], Any]) -> list[Episode]:
+        key = (policy_name, eci, count)
+        return self.cached(key, lambda: [self.run_episode(make_policy(), 7000 + i, eci) for i in range(count)])
+
+
+def package_traceback(exc: BaseException, root: Path, limit_lines: int = 12) -> str | None:
+    """The traceback frames that are in the package's own files, plus the exception line."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _inside(f.filename, root)]
+    if not frames:
+        return None
+    lines = []
+    for frame in frames[-4:]:
+        rel = Path(frame.filename).resolve().relative_to(root.resolve())
+        lines.append(f'  File "{rel}", line {frame.lineno}, in {frame.name}')
+        if frame.line:
+            lines.append(f"    {frame.line.strip()}")
+    lines.append(f"{type(exc).__name__}: {str(exc)[:300]}")
+    return "\n".join(lines[-limit_lines:])
+
+
+def _inside(filename: str, root: Path) -> bool:
+    try:
+        Path(filename).resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def run_checks(ctx: Context, emit: Callable[[CheckResult], None], announce: Callable[[str], None]) -> None:
+    """Run every registered check in order; a check whose dependency did not pass is skipped, not failed."""
+    outcome: dict[str, Status] = {}
+    for chk in REGISTRY:
+        blocked = [d for d in chk.depends_on if outcome.get(d) != Status.PASS]
+        if blocked:
+            result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
+                                 evidence=[f"skipped: depends on {', '.join(blocked)}, which did not pass"])
+        else:
+            announce(chk.id)
+            result = _run_one(chk, ctx)
+        outcome[chk.id] = result.status
+        emit(result)
+
+
+def _run_one(chk: Check, ctx: Context) -> CheckResult:
+    started = time.perf_counter()
+    result = CheckResult(check_id=chk.id, level=chk.level, status=Status.PASS)
+    try:
+        result.measured = chk.fn(ctx) or {}
+        result.evidence = result.measured.pop("_evidence", [])
+    except CheckFailed as exc:
+        result.status = Status.FAIL
+        result.evidence = exc.evidence
+        result.measured = exc.measured
+        result.remediation = exc.remediation or chk.remediation
+        if exc.__cause__ is not None:
+            result.traceback = package_traceback(exc.__cause__, ctx.root)
+    except (MemoryError, RecursionError, StepTimeout) as exc:
+        result.status = Status.FAIL
+        result.evidence = [f"{type(exc).__name__}: {str(exc)[:300]}"]
+        ctx.violations.append(f"{chk.id}: {result.evidence[0]}")
+        result.remediation = "keep every reset/step bounded in time and memory (see runtime.resource_bounds)"
+        result.traceback = package_traceback(exc, ctx.root)
+    except Exception as exc:  # package code raised: the package's bug, reported with its own frames
+        result.status = Status.FAIL
+        result.evidence = [f"{type(exc).__name__}: {str(exc)[:300]}"]
+        result.remediation = chk.remediation
+        result.traceback = package_traceback(exc, ctx.root)
+    result.duration_s = round(time.perf_counter() - started, 4)
+    return result

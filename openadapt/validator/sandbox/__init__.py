@@ -1,0 +1,1 @@
+"""Sandbox backends behind one interface: docker, bwrap, process (explicit opt-in, not isolated)."""

@@ -1,0 +1,141 @@
+"""The sandbox interface, and the host's handle on a worker running inside one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from openadapt.validator.report import SandboxInfo
+
+WORKER_START_TIMEOUT_S = 60.0
+STDERR_CAP = 32 * 1024
+
+
+class SandboxUnavailable(Exception):
+    """The requested backend cannot run here; the message says what to install or start."""
+
+
+class WorkerDied(Exception):
+    """The worker process ended or stopped answering."""
+
+
+def python_paths() -> dict[str, Path]:
+    """What the sandbox must see (read-only) to run this very interpreter with openadapt importable."""
+    import openadapt
+
+    paths = {"prefix": Path(sys.prefix), "base_prefix": Path(sys.base_prefix)}
+    package = Path(openadapt.__file__).resolve().parent
+    if Path(sys.prefix) not in package.parents:
+        paths["openadapt"] = package  # an editable install: the package lives outside the environment
+    return paths
+
+
+class Sandbox(ABC):
+    """A backend that can start the validator's worker confined, with a host inbox (read-only inside) where
+    candidates are placed, and a writable scratch directory."""
+
+    name: str
+    isolated: bool
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.inbox = workdir / "inbox"
+        self.scratch = workdir / "scratch"
+
+    @abstractmethod
+    def worker_command(self) -> list[str]:
+        """argv that starts `python -m openadapt.validator.worker` inside the sandbox."""
+
+    @abstractmethod
+    def inside(self, host_path: Path) -> str:
+        """Where a host path under the inbox or scratch appears inside the sandbox."""
+
+    def worker_env(self) -> dict[str, str]:
+        """The whole environment of the worker: nothing from the host's (no API keys, no tokens)."""
+        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                "HOME": self.inside(self.scratch), "OMP_NUM_THREADS": "1"}
+
+    def info(self) -> SandboxInfo:
+        return SandboxInfo(backend=self.name, isolated=self.isolated)
+
+    def prepare(self) -> None:
+        self.inbox.mkdir(parents=True, exist_ok=True)
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        for folder in (self.workdir, self.inbox):
+            folder.chmod(0o755)
+
+    def close(self) -> None:  # noqa: B027  (optional: most backends hold nothing)
+        """Release what the backend holds (a uid slot)."""
+
+
+class WorkerHandle:
+    """A running worker: JSON requests in, one JSON reply out, with a hard wall-clock bound per request."""
+
+    def __init__(self, sandbox: Sandbox):
+        self.sandbox = sandbox
+        self.stderr_tail = bytearray()
+        started = time.monotonic()
+        self.proc = subprocess.Popen(
+            sandbox.worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=sandbox.worker_env(), cwd=str(sandbox.scratch), start_new_session=True,
+        )
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self.hello = self.request({"op": "ping"}, WORKER_START_TIMEOUT_S)
+        self.start_s = round(time.monotonic() - started, 3)
+
+    def _drain_stderr(self) -> None:
+        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):
+            self.stderr_tail.extend(chunk)
+            del self.stderr_tail[:-STDERR_CAP]
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if not self.alive:
+            raise WorkerDied(self._death())
+        reply: list[bytes] = []
+        reader = threading.Thread(target=lambda: reply.append(self.proc.stdout.readline()), daemon=True)
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise WorkerDied(self._death()) from None
+        reader.start()
+        reader.join(timeout_s)
+        if reader.is_alive() or not reply or not reply[0]:
+            self.kill()
+            raise WorkerDied(self._death() if reply else f"no reply within {timeout_s:.0f} s; sandbox killed")
+        return json.loads(reply[0])
+
+    def _death(self) -> str:
+        code = self.proc.poll()
+        tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-5:]
+        return f"worker exited ({code}): " + " | ".join(tail)
+
+    def kill(self) -> None:
+        """Kill the whole sandbox (its process group; bwrap's pid namespace takes the rest with it)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.alive:
+            try:
+                self.proc.stdin.write(b'{"op": "shutdown"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=5)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
