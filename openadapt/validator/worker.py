@@ -93,7 +93,8 @@ def _run_child(request: dict, results_fd: int, output_fd: int, protocol_fd: int)
         out = os.fdopen(results_fd, "w", buffering=1)
 
         def send(kind: str, payload) -> None:
-            out.write(json.dumps({"kind": kind, "data": payload}) + "\n")
+            # The pid lets the worker ignore copies of this process a fork bomb may have made.
+            out.write(json.dumps({"kind": kind, "pid": os.getpid(), "data": payload}) + "\n")
 
         send("seccomp", seccomp_note)
         from openadapt.validator.checks import Context, run_checks
@@ -193,7 +194,12 @@ def validate(request: dict, protocol_fd: int) -> dict:
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
-                    message = json.loads(line)
+                    try:
+                        message = json.loads(line)
+                    except ValueError:  # interleaved writes from forked copies of the child
+                        continue
+                    if message.get("pid") != pid:
+                        continue
                     if message["kind"] == "check":
                         checks.append(message["data"])
                         stage = None
