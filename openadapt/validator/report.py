@@ -22,6 +22,7 @@ class Verdict(StrEnum):
     ERROR = "error"  # the validator failed, not the package
 
 
+TRACEBACK_CHARS = 1200
 EXIT_CODES = {Verdict.PASS: 0, Verdict.FAIL: 1, Verdict.UNUSABLE: 2, Verdict.ERROR: 3}
 
 
@@ -88,11 +89,11 @@ class ValidationReport(BaseModel):
         lines = [f"Validation {self.verdict.value}: {len(self.failing)} failing check(s)."]
         for c in self.failing:
             lines.append(f"\n## {c.check_id} ({c.status.value})")
-            lines.extend(f"- {e}" for e in c.evidence[:6])
-            if c.traceback:
-                lines.append("Traceback (package frames):\n" + c.traceback)
+            lines.extend(f"- {e[:300]}" for e in c.evidence[:6])
             if c.remediation:
                 lines.append(f"Fix: {c.remediation}")
+            if c.traceback:  # the end of a traceback holds the exception and the offending frame
+                lines.append("Traceback (package frames):\n" + c.traceback[-TRACEBACK_CHARS:])
         skipped = [c.check_id for c in self.checks if c.status == Status.SKIP]
         if skipped:
             lines.append(f"\n({len(skipped)} check(s) skipped because a check they depend on failed.)")
