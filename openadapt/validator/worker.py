@@ -15,7 +15,6 @@ import ctypes
 import gc
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -24,6 +23,8 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+
+from openadapt.validator.sandbox.limits import limit_process
 
 OUTPUT_CAP = 64 * 1024  # bytes of candidate output kept for the report
 OUTPUT_LIMIT = 1024 * 1024  # more than this is a failing check (an output flood)
@@ -46,30 +47,6 @@ def _warm_imports() -> None:
     gc.freeze()
 
 
-def _vm_size_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def _limit_child(timeout_s: float, memory_mb: int) -> None:
-    # The address-space limit sits on top of what the forked worker already maps (shared, copy-on-write).
-    address_space = _vm_size_bytes() + memory_mb * 1024 * 1024
-    for limit, value in (
-        (resource.RLIMIT_AS, address_space),
-        (resource.RLIMIT_CPU, int(timeout_s) + 2),
-        (resource.RLIMIT_NPROC, 256),
-        (resource.RLIMIT_FSIZE, 16 * 1024 * 1024),
-        (resource.RLIMIT_NOFILE, 256),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        soft, hard = resource.getrlimit(limit)
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(limit, (value, value if limit != resource.RLIMIT_CPU else value + 1))
-
-
 def _run_child(request: dict, results_fd: int, output_fd: int, protocol_fd: int) -> None:
     """In the forked child: confine, then run every check, streaming results. Never returns."""
     try:
@@ -86,7 +63,7 @@ def _run_child(request: dict, results_fd: int, output_fd: int, protocol_fd: int)
         os.chdir(scratch)
         os.environ["HOME"] = os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
-        _limit_child(float(request["timeout_s"]), int(request["memory_mb"]))
+        limit_process(float(request["timeout_s"]), int(request["memory_mb"]))
         from openadapt.validator.sandbox.seccomp import apply_filter
 
         seccomp_note = apply_filter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -52,8 +53,8 @@ class Sandbox(ABC):
         self.scratch = workdir / "scratch"
 
     @abstractmethod
-    def worker_command(self) -> list[str]:
-        """argv that starts `python -m openadapt.validator.worker` inside the sandbox."""
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
+        """argv that starts `python -m MODULE ARGS` inside the sandbox."""
 
     @abstractmethod
     def inside(self, host_path: Path) -> str:
@@ -80,12 +81,13 @@ class Sandbox(ABC):
 class WorkerHandle:
     """A running worker: JSON requests in, one JSON reply out, with a hard wall-clock bound per request."""
 
-    def __init__(self, sandbox: Sandbox):
+    def __init__(self, sandbox: Sandbox, command: list[str] | None = None):
         self.sandbox = sandbox
         self.stderr_tail = bytearray()
+        self._buffer = b""
         started = time.monotonic()
         self.proc = subprocess.Popen(
-            sandbox.worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            command or sandbox.worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=sandbox.worker_env(), cwd=str(sandbox.scratch), start_new_session=True,
         )
         threading.Thread(target=self._drain_stderr, daemon=True).start()
@@ -104,19 +106,31 @@ class WorkerHandle:
     def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if not self.alive:
             raise WorkerDied(self._death())
-        reply: list[bytes] = []
-        reader = threading.Thread(target=lambda: reply.append(self.proc.stdout.readline()), daemon=True)
         try:
             self.proc.stdin.write((json.dumps(message) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
             raise WorkerDied(self._death()) from None
-        reader.start()
-        reader.join(timeout_s)
-        if reader.is_alive() or not reply or not reply[0]:
+        line = self._read_line(time.monotonic() + timeout_s)
+        if line is None:
+            alive = self.alive
             self.kill()
-            raise WorkerDied(self._death() if reply else f"no reply within {timeout_s:.0f} s; sandbox killed")
-        return json.loads(reply[0])
+            raise WorkerDied(f"no reply within {timeout_s:.0f} s; sandbox killed" if alive else self._death())
+        return json.loads(line)
+
+    def _read_line(self, deadline: float) -> bytes | None:
+        """One reply line, or None at EOF or past the deadline (no thread per request: select on the pipe)."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
 
     def _death(self) -> str:
         code = self.proc.poll()

@@ -69,7 +69,7 @@ class BwrapSandbox(Sandbox):
                 return str(Path("/tmp") / name / host_path.relative_to(base))
         raise ValueError(f"{host_path} is not visible inside the sandbox")
 
-    def worker_command(self) -> list[str]:
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
         argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--clearenv",
                 "--ro-bind", "/usr", "/usr"]
@@ -96,7 +96,7 @@ class BwrapSandbox(Sandbox):
             argv += ["--setenv", key, value]
         argv += ["--", "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                  "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-                 sys.executable, "-I", "-m", "openadapt.validator.worker"]
+                 sys.executable, "-I", "-m", module, *args]
         return argv
 
     def info(self) -> SandboxInfo:

@@ -18,8 +18,8 @@ class ProcessSandbox(Sandbox):
     def inside(self, host_path: Path) -> str:
         return str(host_path)
 
-    def worker_command(self) -> list[str]:
-        return [sys.executable, "-I", "-m", "openadapt.validator.worker"]
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
+        return [sys.executable, "-I", "-m", module, *args]
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(

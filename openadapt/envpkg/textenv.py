@@ -1,0 +1,93 @@
+"""Environments seen through their text protocol: prompt in, completion out.
+
+This is the interface the trainer, the evaluator of model policies and the curriculum use. A `TextEnv` turns
+observations into prompts and completions into actions with the package's own templates and action class, and
+steps the environment. Trusted seed packages run in this process (`LocalTextEnv`); untrusted generated packages
+run in a sandbox process (`openadapt.validator.remote.SandboxedTextEnvs`) and are never imported here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from openadapt.envpkg.loader import LoadedPackage
+
+
+class TextStep(BaseModel):
+    """One observation as an agent sees it, plus what the trainer needs."""
+
+    prompt: str
+    reward: float = 0.0
+    done: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    parse_error: str | None = None  # set when the completion did not parse (the malformed reward applied)
+    observation: dict[str, Any] = Field(default_factory=dict)
+
+
+class TextEnv(Protocol):
+    def system_prompt(self) -> str: ...
+
+    def reset(self, seed: int, eci: int) -> TextStep: ...
+
+    def step(self, completion: str) -> TextStep: ...
+
+
+def text_step(pkg_protocol: Any, obs: Any, parse_error: str | None = None) -> TextStep:
+    return TextStep(prompt=pkg_protocol.render(obs), reward=float(obs.reward or 0.0), done=bool(obs.done),
+                    metadata=dict(obs.metadata), parse_error=parse_error,
+                    observation=obs.model_dump(mode="json", exclude={"metadata", "reward", "done"}))
+
+
+class LocalTextEnv:
+    """A trusted package's environment, in this process."""
+
+    def __init__(self, pkg: LoadedPackage):
+        self.pkg = pkg
+        self.env = pkg.make_env()
+
+    def system_prompt(self) -> str:
+        return self.pkg.protocol.system_prompt()
+
+    def reset(self, seed: int, eci: int) -> TextStep:
+        return text_step(self.pkg.protocol, self.env.reset(seed=seed, eci=eci))
+
+    def step(self, completion: str) -> TextStep:
+        parsed = self.pkg.protocol.parse(completion)
+        return text_step(self.pkg.protocol, self.env.step(parsed.action), parsed.error)
+
+
+class TextEnvPool:
+    """`n` text environments of one package: in this process for trusted seeds (or with `trust=True`), in a
+    sandbox process otherwise. Use as a context manager; `.envs` are the environments."""
+
+    def __init__(self, ref: str, n: int, *, trust: bool = False, sandbox: str = "auto"):
+        from openadapt.envpkg.loader import load, resolve
+
+        package = resolve(ref)
+        self.label = package.label
+        self.section = package.manifest.openadapt
+        self._remote = None
+        if package.trusted or trust:
+            pkg = load(package, trust=True)
+            self.envs: list[TextEnv] = [LocalTextEnv(pkg) for _ in range(n)]
+            self.isolated = False
+            self.in_process = True
+        else:
+            from openadapt.validator.remote import SandboxedTextEnvs
+
+            self._remote = SandboxedTextEnvs(package.root, n, sandbox=sandbox)
+            self.envs = list(self._remote.envs)
+            self.isolated = self._remote.isolated
+            self.in_process = False
+
+    def close(self) -> None:
+        if self._remote is not None:
+            self._remote.close()
+
+    def __enter__(self) -> TextEnvPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
