@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -191,6 +192,120 @@ def validate(
     if feedback and report.failing:
         out.print(report.designer_feedback(), markup=False, highlight=False)
     raise typer.Exit(report.exit_code)
+
+
+@app.command()
+@_reports_errors
+def generate(
+    task: Annotated[str, typer.Argument(help="what the environment should train, in words")],
+    output: Annotated[Path, typer.Option(help="where packages go")] = Path("generated_envs"),
+    name: Annotated[str | None, typer.Option(help="package name (default: from the task's words)")] = None,
+    max_attempts: Annotated[int, typer.Option(min=1, help="design/validate/repair rounds")] = 4,
+    force: Annotated[bool, typer.Option("--force", help="replace an existing package of that name")] = False,
+    sandbox: Annotated[str, typer.Option(help="validator sandbox: auto, docker, bwrap, process")] = "auto",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env OPENADAPT_BASE_URL)")] = None,
+    model: Annotated[str | None, typer.Option(help="model name (env OPENADAPT_MODEL)")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="use the offline blueprint designer even when an "
+                                          "endpoint is configured")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Design an environment package for TASK, validate it in the sandbox, repair it from the validator's
+    feedback, and publish it under generated_envs/ (exit 0 published, 1 not validated, 2 bad input,
+    4 LLM endpoint error). The API key comes from OPENADAPT_API_KEY or OPENAI_API_KEY only."""
+    from openadapt.designer.generate import GenerateRequest
+    from openadapt.designer.generate import generate as run_generate
+    from openadapt.designer.llm import LLMConfig
+
+    if sandbox not in ("auto", "docker", "bwrap", "process"):
+        raise typer.BadParameter(f"{sandbox!r}: choose auto, docker, bwrap or process", param_hint="--sandbox")
+    llm = None if offline else LLMConfig.from_env(base_url=base_url, model=model)
+    request = GenerateRequest(task=task, output_root=output, name=name, max_attempts=max_attempts, force=force,
+                              sandbox=sandbox, llm=llm)
+    if llm is None and not as_json:
+        err.print("[yellow]offline designer[/yellow]: no LLM endpoint configured (set OPENADAPT_BASE_URL, "
+                  "OPENADAPT_MODEL and OPENADAPT_API_KEY to use one); composing from a blueprint")
+    with err.status("starting", spinner="dots") as status:
+        def progress(phase: str, attempt: int, detail: str) -> None:
+            status.update(f"attempt {attempt}/{max_attempts}: {phase} ({detail})")
+            if not as_json:
+                err.print(f"attempt {attempt}: {phase}", highlight=False)
+
+        result = run_generate(request, progress=progress)
+    p = result.provenance
+    if as_json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        raise typer.Exit(0 if result.ok else 1)
+    designer = p.designer
+    table = Table(title=f"generate: {result.name}", show_header=False)
+    rows = [("result", "[green]published[/]" if result.ok else "[red]not validated[/]"),
+            ("path", str(result.path or result.failed_dir)),
+            ("designer", f"offline, blueprint {designer.blueprint} ({designer.family})" if designer.backend == "offline"
+             else f"{designer.backend}: {designer.model} at {designer.base_url}"),
+            ("attempts", ", ".join(f"{a.attempt}: {a.verdict or 'unusable'}" + (
+                f" ({', '.join(a.failing_checks[:4])})" if a.failing_checks else "") for a in p.attempts)),
+            ("tokens", f"{p.usage.prompt_tokens} in, {p.usage.completion_tokens} out"),
+            ("duration", f"{p.duration_s:.1f} s")]
+    if result.ok:
+        rows.append(("validation", f"{p.validation.get('counts')} in {p.validation.get('sandbox')}"))
+    else:
+        rows.append(("why", result.reason or ""))
+    for key, value in rows:
+        table.add_row(key, value)
+    out.print(table)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command(name="list")
+@_reports_errors
+def list_(
+    root: Annotated[Path, typer.Option(help="folder of generated packages")] = Path("generated_envs"),
+    as_json: Annotated[bool, typer.Option("--json", help="print as JSON")] = False,
+) -> None:
+    """Generated packages and their provenance, sorted by name."""
+    from openadapt.designer.catalog import list_packages
+
+    entries = list_packages(root)
+    if as_json:
+        sys.stdout.write(json.dumps([e.model_dump(mode="json") for e in entries], indent=2, sort_keys=True) + "\n")
+        return
+    table = Table(title=f"{root} ({len(entries)} packages)")
+    for column in ("name", "designer", "attempts", "verdict", "digest", "task"):
+        table.add_column(column, overflow="fold")
+    for e in entries:
+        table.add_row(e.name, e.designer, str(e.attempts), e.verdict, e.digest[:12], e.task[:60])
+    out.print(table)
+
+
+@app.command()
+@_reports_errors
+def show(
+    name: Annotated[str, typer.Argument(help="package name under the root")],
+    root: Annotated[Path, typer.Option(help="folder of generated packages")] = Path("generated_envs"),
+    as_json: Annotated[bool, typer.Option("--json", help="print the provenance as JSON")] = False,
+) -> None:
+    """A generated package's provenance: task, designer, attempts and what they failed, validation, digest."""
+    from openadapt.designer.catalog import load_provenance
+
+    provenance, files = load_provenance(root, name)
+    if as_json:
+        sys.stdout.write(json.dumps(provenance.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        return
+    d = provenance.designer
+    out.print(f"[bold]{provenance.name}[/bold]  (openadapt {provenance.openadapt_version})", highlight=False)
+    out.print(f"task: {provenance.task}", highlight=False)
+    out.print("designer: " + (f"offline, blueprint {d.blueprint} ({d.family})" if d.backend == "offline"
+                              else f"{d.backend} {d.model} at {d.base_url}"), highlight=False)
+    table = Table(title="attempts")
+    for column in ("#", "verdict", "failing checks", "tokens in/out", "design s", "validate s"):
+        table.add_column(column, overflow="fold")
+    for a in provenance.attempts:
+        table.add_row(str(a.attempt), a.verdict or "unusable", ", ".join(a.failing_checks or a.parse_problems[:2]),
+                      f"{a.usage.prompt_tokens}/{a.usage.completion_tokens}", f"{a.design_s:.2f}",
+                      f"{a.validation_s:.2f}")
+    out.print(table)
+    out.print(f"validation: {provenance.validation}", highlight=False)
+    out.print(f"content digest: {provenance.content_digest}", highlight=False)
+    out.print("files: " + ", ".join(files), highlight=False)
 
 
 @app.command()

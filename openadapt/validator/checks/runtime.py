@@ -75,7 +75,18 @@ def api_contract(ctx: Context):
         problems.append(f"state.step_count is {env.state.step_count} after one step")
     if problems:
         raise CheckFailed(*problems)
-    return {"reset_params": sorted(reset_params)}
+    rubric = getattr(env, "rubric", None)
+    return {
+        "reset_params": sorted(reset_params),
+        # What the package's README documents: the spaces and the reward, as the running code defines them.
+        "action_fields": _fields(pkg.action_cls, {"metadata"}),
+        "observation_fields": _fields(pkg.observation_cls, {"metadata", "reward", "done"}),
+        "reward_components": rubric.describe() if hasattr(rubric, "describe") else [],
+    }
+
+
+def _fields(model: type, skip: set[str]) -> dict[str, str]:
+    return {name: (info.description or "") for name, info in model.model_fields.items() if name not in skip}
 
 
 @check("runtime.dummy_agent", depends_on=("runtime.api_contract",),

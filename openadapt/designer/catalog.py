@@ -1,0 +1,44 @@
+"""What `openadapt list` and `openadapt show` read: generated packages and their provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from openadapt.designer.provenance import PROVENANCE_FILE, Provenance
+from openadapt.errors import UsageError
+
+
+class CatalogEntry(BaseModel):
+    name: str
+    task: str
+    designer: str
+    attempts: int
+    verdict: str
+    digest: str
+
+
+def list_packages(root: Path) -> list[CatalogEntry]:
+    if not root.is_dir():
+        raise UsageError(f"{root} does not exist: generate a package first (openadapt generate \"...\")")
+    entries = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if not (folder / PROVENANCE_FILE).is_file():
+            continue
+        p = Provenance.read(folder)
+        designer = f"offline:{p.designer.blueprint}" if p.designer.backend == "offline" else f"llm:{p.designer.model}"
+        entries.append(CatalogEntry(name=p.name, task=p.task, designer=designer, attempts=len(p.attempts),
+                                    verdict=str(p.validation.get("verdict", "?")), digest=p.content_digest or ""))
+    return entries
+
+
+def load_provenance(root: Path, name: str) -> tuple[Provenance, list[str]]:
+    folder = root / name
+    if not (folder / PROVENANCE_FILE).is_file():
+        known = [e.name for e in list_packages(root)] if root.is_dir() else []
+        hint = f"; known: {', '.join(known)}" if known else ""
+        raise UsageError(f"no generated package {name!r} under {root}{hint}")
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts)
+    return Provenance.read(folder), files

@@ -1,0 +1,84 @@
+"""Provenance of a generated package (`provenance.json`) and its generated README, both for review in a PR."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from pydantic import BaseModel, Field
+
+from openadapt.designer.llm import Usage
+from openadapt.designer.package import TEMPLATES, PackageSpec
+from openadapt.kit.eci import TIER_MEANINGS
+
+PROVENANCE_FILE = "provenance.json"
+VOLATILE_FIELDS = ("created_at", "duration_s", "design_s", "validation_s")  # differ run to run
+
+
+class DesignerInfo(BaseModel):
+    backend: str  # "offline" or "openai-compatible"
+    model: str | None = None
+    base_url: str | None = None
+    blueprint: str | None = None
+    family: str | None = None
+
+
+class AttemptRecord(BaseModel):
+    attempt: int
+    design_s: float = 0.0
+    validation_s: float = 0.0
+    parse_problems: list[str] = Field(default_factory=list)
+    failing_checks: list[str] = Field(default_factory=list)
+    verdict: str | None = None
+    feedback_sent: str | None = None  # what went back to the designer after this attempt
+    usage: Usage = Field(default_factory=Usage)
+    retries: list[str] = Field(default_factory=list)
+
+
+class Provenance(BaseModel):
+    openadapt_version: str
+    name: str
+    task: str
+    designer: DesignerInfo
+    template_versions: dict[str, str]
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    validation: dict[str, Any] = Field(default_factory=dict)
+    validated_digest: str | None = None  # the files the validator passed (before README and provenance)
+    content_digest: str | None = None  # the final files, provenance.json excluded
+    created_at: str = ""
+    duration_s: float = 0.0
+
+    def write(self, folder: Path) -> None:
+        """Deterministic, diff-friendly JSON (sorted keys, two-space indent), written atomically."""
+        target = folder / PROVENANCE_FILE
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, target)
+
+    @classmethod
+    def read(cls, folder: Path) -> Provenance:
+        return cls.model_validate_json((folder / PROVENANCE_FILE).read_text())
+
+
+def stable(data: Any) -> Any:
+    """Provenance data without the fields that legitimately differ between two runs of the same prompt."""
+    if isinstance(data, dict):
+        return {k: stable(v) for k, v in data.items() if k not in VOLATILE_FIELDS}
+    if isinstance(data, list):
+        return [stable(v) for v in data]
+    return data
+
+
+def render_readme(name: str, spec: PackageSpec, description: str, designer: DesignerInfo,
+                  report_summary: dict[str, Any], contract: dict[str, Any]) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, autoescape=False)
+    return env.get_template("readme.md.j2").render(
+        name=name, spec=spec, description=description.strip(), designer=designer, summary=report_summary,
+        actions=contract.get("action_fields", {}), observations=contract.get("observation_fields", {}),
+        components=contract.get("reward_components", []), tiers=TIER_MEANINGS,
+    )
