@@ -10,6 +10,7 @@ import datetime as dt
 import json
 import os
 import re
+import secrets
 import shutil
 import time
 from collections.abc import Callable
@@ -226,7 +227,8 @@ def _failure_reason(provenance: Provenance) -> str:
 
 def _keep_failed(run_dir: Path, root: Path, name: str, provenance: Provenance, reason: str,
                  started: float) -> Path:
-    failed = root / FAILED_DIR / f"{name}-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    failed = root / FAILED_DIR / f"{name}-{stamp}-{secrets.token_hex(3)}"
     failed.parent.mkdir(parents=True, exist_ok=True)
     provenance.duration_s = round(time.monotonic() - started, 3)
     os.replace(run_dir, failed)

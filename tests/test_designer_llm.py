@@ -1,0 +1,157 @@
+"""The designer against a real HTTP chat-completions server on loopback with scripted replies."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI, Scripted
+
+from openadapt.designer.generate import FAILED_DIR, GenerateRequest, generate
+from openadapt.designer.llm import LLMConfig, LLMError
+from openadapt.designer.reply import parse_reply
+from openadapt.validator import Validator
+
+FIXTURE = Path(__file__).parent / "fixtures" / "guess_env"
+NAME = "guess_game"
+KEY = "sk-test-SECRET-3f9a1c"
+SPEC = {"task": "Find the hidden number from higher/lower hints.", "environment_class": "GuessEnvironment",
+        "action_class": "GuessAction", "observation_class": "GuessObservation", "client_class": "GuessGameEnv",
+        "oracle_class": "Oracle", "heuristic_class": "Bisect", "eci_tiers": [1, 2], "step_budget": {"1": 8, "2": 8},
+        "reward_range": [-0.2, 1.0], "solved_reward": 0.95, "invalid_action_reward": -0.1,
+        "malformed_reward": -0.1, "floor_margin": 0.3}
+BUG = ("self._target = rng.randint(0, 99)", "self._target = rng.randint(0, 99)\n        raise KeyError('targets')")
+
+
+def design_reply(bug: bool = False, prose: str = "Here is the package.") -> str:
+    files = {"spec.json": json.dumps(SPEC, indent=2)}
+    for rel in ("models.py", "policies.py", "prompts/system.j2", "prompts/observation.j2", "README.md"):
+        files[rel] = (FIXTURE / rel).read_text()
+    env = (FIXTURE / "server/guess_env_environment.py").read_text()
+    files[f"server/{NAME}_environment.py"] = env.replace(*BUG) if bug else env
+    blocks = [f"```{'json' if p.endswith('json') else 'python'} path={p}\n{t.rstrip()}\n```" for p, t in files.items()]
+    return prose + "\n\n" + "\n\n".join(blocks) + "\n\nLet me know if you need changes."
+
+
+@pytest.fixture(scope="module")
+def validator():
+    with Validator("bwrap", episodes=6) as v:
+        yield v
+
+
+@pytest.fixture
+def llm():
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
+def request(llm: FakeOpenAI, tmp_path: Path, **kw) -> GenerateRequest:
+    config = LLMConfig(base_url=llm.base_url, model=kw.pop("model", "designer-1"), api_key=KEY, backoff_s=0.01,
+                       max_retries=kw.pop("max_retries", 3))
+    return GenerateRequest(task="A guessing game with higher/lower hints", output_root=tmp_path / "generated_envs",
+                           name=NAME, llm=config, **kw)
+
+
+def all_text(root: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in root.rglob("*") if p.is_file())
+
+
+def test_broken_then_fixed_is_accepted_on_attempt_two(llm, tmp_path, validator):
+    llm.replies = [Scripted(design_reply(bug=True)), Scripted(design_reply())]
+    result = generate(request(llm, tmp_path), validator=validator)
+    assert result.ok and len(result.provenance.attempts) == 2, result.reason
+    first = result.provenance.attempts[0]
+    assert "runtime.api_contract" in first.failing_checks
+    repair_prompt = llm.requests[1]["messages"][-1]["content"]
+    assert "runtime.api_contract" in repair_prompt and "KeyError: 'targets'" in repair_prompt
+    assert f'File "server/{NAME}_environment.py"' in repair_prompt  # the trimmed traceback
+    package = tmp_path / "generated_envs" / NAME
+    assert (package / "provenance.json").is_file() and (package / "openenv.yaml").is_file()
+    assert "raise KeyError" not in (package / f"server/{NAME}_environment.py").read_text()
+    provenance = json.loads((package / "provenance.json").read_text())
+    assert provenance["designer"]["model"] == "designer-1" and provenance["usage"]["total_tokens"] > 0
+    assert provenance["attempts"][0]["feedback_sent"] and provenance["validation"]["verdict"] == "pass"
+    assert not list((tmp_path / "generated_envs" / ".staging").iterdir())
+
+
+def test_always_broken_stops_after_max_attempts(llm, tmp_path, validator):
+    llm.replies = [Scripted(design_reply(bug=True)) for _ in range(3)]
+    result = generate(request(llm, tmp_path, max_attempts=2), validator=validator)
+    assert not result.ok and "validation failed after 2 attempt(s)" in result.reason
+    root = tmp_path / "generated_envs"
+    assert not (root / NAME).exists()
+    failed = list((root / FAILED_DIR).iterdir())
+    assert len(failed) == 1 and {p.name for p in failed[0].iterdir()} >= {"attempt-1", "attempt-2", "FAILED.json"}
+    assert len(llm.requests) == 2
+
+
+def test_429_then_500_then_success_is_retried(llm, tmp_path, validator):
+    llm.replies = [Scripted(status=429, error="slow down"), Scripted(status=500), Scripted(design_reply())]
+    result = generate(request(llm, tmp_path), validator=validator)
+    assert result.ok
+    assert result.provenance.attempts[0].retries == ["HTTP 429", "HTTP 500"]
+
+
+def test_prose_only_then_truncated_then_good(llm, tmp_path, validator):
+    truncated = design_reply()[: len(design_reply()) // 2]
+    llm.replies = [Scripted("I would build a guessing game with a hidden number."),
+                   Scripted(truncated, finish_reason="length"), Scripted(design_reply())]
+    result = generate(request(llm, tmp_path), validator=validator)
+    assert result.ok and len(result.provenance.attempts) == 3
+    first, second = result.provenance.attempts[:2]
+    assert any("no files" in p for p in first.parse_problems)
+    assert any("cut off" in p or "token limit" in p for p in second.parse_problems)
+    assert "token limit" in llm.requests[2]["messages"][-1]["content"]
+
+
+def test_path_traversal_is_refused(tmp_path):
+    parsed = parse_reply(design_reply() + "\n```python path=../../evil.py\nprint('x')\n```\n"
+                         "```python path=/etc/passwd\nx\n```")
+    assert "../../evil.py" not in parsed.files and "/etc/passwd" not in parsed.files
+    assert sum("must stay inside the package" in p for p in parsed.problems) == 2
+    assert parsed.usable  # the rest of the reply is still used
+
+
+@pytest.mark.parametrize("style", ["heading", "title", "bold"])
+def test_path_conventions_llms_use(style):
+    head = {"heading": "### models.py\n```python", "title": '```python title="models.py"',
+            "bold": "**models.py**\n```py"}[style]
+    parsed = parse_reply(f"Sure!\n{head}\nX = 1\n```\n")
+    assert parsed.files == {"models.py": "X = 1\n"}
+
+
+def test_missing_closing_fence_is_tolerated_when_the_reply_ended():
+    parsed = parse_reply("```python path=models.py\nX = 1\n", finish_reason="stop")
+    assert parsed.files == {"models.py": "X = 1\n"} and not parsed.truncated
+    assert any("no closing fence" in p for p in parsed.problems)
+
+
+def test_api_key_is_written_nowhere(llm, tmp_path, validator):
+    llm.replies = [Scripted(design_reply(bug=True)), Scripted(design_reply(bug=True))]
+    generate(request(llm, tmp_path, max_attempts=2), validator=validator)
+    llm.replies = [Scripted(design_reply())]
+    generate(request(llm, tmp_path), validator=validator)
+    assert {k.lower(): v for k, v in llm.headers[0].items()}["authorization"] == f"Bearer {KEY}"  # it was used...
+    assert KEY not in all_text(tmp_path)  # ...and written nowhere (packages, provenance, failed runs, reports)
+
+
+def test_wrong_key_unknown_model_and_dead_endpoint(llm, tmp_path, validator):
+    llm.replies = [Scripted(status=401, error="bad key")]
+    with pytest.raises(LLMError, match="refused the API key"):
+        generate(request(llm, tmp_path), validator=validator)
+    with pytest.raises(LLMError, match="does not know model 'nope'"):
+        generate(request(llm, tmp_path, model="nope"), validator=validator)
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="designer-1", api_key=KEY, backoff_s=0.01,
+                       max_retries=1, timeout_s=2)
+    with pytest.raises(LLMError, match="did not answer after 2 tries"):
+        generate(GenerateRequest(task="x y z", output_root=tmp_path / "generated_envs", name=NAME, llm=config),
+                 validator=validator)
+    assert not (tmp_path / "generated_envs" / NAME).exists()
+    assert LLMError.exit_code == 4
