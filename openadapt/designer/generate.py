@@ -91,6 +91,7 @@ def generate(request: GenerateRequest, progress: Progress | None = None,
     task = _check_request(request)
     report = progress or (lambda phase, attempt, detail: None)
     root = request.output_root
+    planned = time.monotonic()
     if request.llm is None:
         plan = offline.design(task)
         name = request.name or plan.name
@@ -120,7 +121,7 @@ def generate(request: GenerateRequest, progress: Progress | None = None,
             t0 = time.monotonic()
             report("designing" if attempt == 1 else "repairing", attempt, designer.backend)
             spec, domain, problems = _design(plan, client, name, task, files, feedback, attempt, record)
-            record.design_s = round(time.monotonic() - t0, 3)
+            record.design_s = round(time.monotonic() - t0 + (t0 - planned if attempt == 1 and plan else 0), 3)
             record.parse_problems = problems
             if spec is None:
                 feedback = "The reply could not be used:\n" + "\n".join(f"- {p}" for p in problems)
