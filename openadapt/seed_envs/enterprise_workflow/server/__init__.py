@@ -1,0 +1,1 @@
+"""Enterprise workflow environment server components."""
