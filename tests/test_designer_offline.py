@@ -38,6 +38,9 @@ def test_family_choice_and_domain_words():
     assert offline.choose_blueprint(PROMPTS[0]).seed == "incident_triage"
     assert offline.choose_blueprint(PROMPTS[5]).seed == "enterprise_workflow"
     assert offline.choose_blueprint(PROMPTS[7]).seed == "daily_report"
+    desk = "Train an agent to run a hospital admissions desk where record fields get renamed and staff go off shift"
+    assert offline.choose_blueprint(desk).seed == "enterprise_workflow"
+    assert offline.package_name(desk, offline.choose_blueprint(desk)) == "hospital_admissions_workflow"
     assert offline.choose_blueprint("something completely unrelated").family == "diagnosis/triage"
     assert offline.domain_words("Train an agent to diagnose failing irrigation pumps on a farm",
                                 offline.BLUEPRINTS[0].keywords) == ["irrigation", "pumps", "farm"]

@@ -27,6 +27,7 @@ STOPWORDS = frozenset((
     "whom", "what", "when", "where", "how", "why", "can", "could", "should", "would", "will", "shall", "may",
     "might", "must", "do", "does", "did", "done", "llm", "llms", "rl", "reinforcement", "policy", "policies",
     "episode", "episodes", "reward", "rewards", "based", "given", "new", "some", "any", "each", "every",
+    "run", "runs", "operate", "manage", "handle", "get", "gets", "go", "goes", "off", "out", "help", "assist",
 ))
 
 
@@ -81,7 +82,8 @@ BLUEPRINTS: tuple[Blueprint, ...] = (
     Blueprint(
         family="workflow with drifting schemas and roles", seed="enterprise_workflow", suffix="workflow",
         keywords=("workflow", "ticket", "queue", "approv", "escalat", "sla", "schema", "role", "assign", "route",
-                  "routing", "process", "refund", "sales", "supply", "hr ", "permission", "inbox", "operations"),
+                  "routing", "process", "refund", "sales", "supply", "hr ", "permission", "inbox", "operations", "desk",
+                  "renam", "staff", "shift", "backlog", "dispatch", "handoff"),
     ),
     Blueprint(
         family="document/report assembly", seed="daily_report", suffix="report",

@@ -1,0 +1,1 @@
+"""hospital_admissions_workflow environment server components."""

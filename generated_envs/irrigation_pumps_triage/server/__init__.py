@@ -1,0 +1,1 @@
+"""irrigation_pumps_triage environment server components."""

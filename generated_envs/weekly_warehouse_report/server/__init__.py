@@ -1,0 +1,1 @@
+"""weekly_warehouse_report environment server components."""
