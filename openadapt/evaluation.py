@@ -88,6 +88,19 @@ def run_episode(env, policy: Policy, seed: int, eci: int,
                          final_reward=obs.reward or 0.0, steps=meta["step"], components=meta["reward_components"])
 
 
+def openenv_lines(task: str, env: str, model: str, steps: list[tuple[str, float, bool, str | None]],
+                  success: bool) -> list[str]:
+    """One episode in the `[START]`/`[STEP]`/`[END]` line format that OpenEnv hackathon graders read. `steps`
+    are (action text, reward, done, error) per step; actions are put on one line."""
+    lines = [f"[START] task={task} env={env} model={model}"]
+    for n, (action, reward, done, error) in enumerate(steps, start=1):
+        lines.append(f"[STEP] step={n} action={' '.join(action.split()) or chr(34) * 2} reward={reward:.2f} "
+                     f"done={str(done).lower()} error={' '.join(str(error).split()) if error else 'null'}")
+    rewards = ",".join(f"{r:.2f}" for _, r, _, _ in steps)
+    lines.append(f"[END] success={str(success).lower()} steps={len(steps)} rewards={rewards}")
+    return lines
+
+
 def summarise(eci: int, results: list[EpisodeResult]) -> TierResult:
     n = len(results)
     returns = [r.episode_return for r in results]
@@ -106,8 +119,10 @@ def summarise(eci: int, results: list[EpisodeResult]) -> TierResult:
 
 def evaluate(pkg: LoadedPackage, policy: str, tiers: Iterable[int], episodes: int,
              seed_start: int = EVAL_SEED_START,
-             progress: Callable[[int], None] | None = None) -> EvalReport:
-    """Evaluate a reference policy for `episodes` held-out seeds per tier (the same seeds at every tier)."""
+             progress: Callable[[int], None] | None = None,
+             log: Callable[[str], None] | None = None) -> EvalReport:
+    """Evaluate a reference policy for `episodes` held-out seeds per tier (the same seeds at every tier).
+    `log` receives every episode as `openenv_lines`."""
     tiers = list(tiers)
     bad = [t for t in tiers if t not in pkg.section.eci_tiers]
     if bad:
@@ -120,7 +135,18 @@ def evaluate(pkg: LoadedPackage, policy: str, tiers: Iterable[int], episodes: in
     for eci in tiers:
         results = []
         for seed in range(seed_start, seed_start + episodes):
-            results.append(run_episode(env, agent, seed, eci))
+            steps: list[tuple[str, float, bool, str | None]] = []
+
+            def record(action, obs, steps=steps) -> None:
+                text = action.model_dump_json(exclude={"metadata"}, exclude_defaults=True)
+                steps.append((text, obs.reward or 0.0, bool(obs.done), getattr(obs, "error", None)))
+
+            result = run_episode(env, agent, seed, eci, on_step=record if log is not None else None)
+            results.append(result)
+            if log is not None:
+                for line in openenv_lines(f"{pkg.ref.name}-eci{eci}-seed{seed}", pkg.ref.name, policy, steps,
+                                          result.solved):
+                    log(line)
             if progress is not None:
                 progress(1)
         report.tiers.append(summarise(eci, results))

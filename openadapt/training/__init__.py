@@ -1,2 +1,27 @@
 """GRPO solver: trains an LLM agent on a package through its text protocol with TRL, and evaluates it on
-held-out seeds (`openadapt.evaluation.EVAL_SEED_START` and above are never used for training)."""
+held-out seeds (`openadapt.evaluation.EVAL_SEED_START` and above are never used for training).
+
+Modules: `config` (TrainConfig), `solver` (Solver, TrainSummary: the API the curriculum builds on), `episodes`
+(training seeds, TierPlan, EpisodeOutcome), `grpo` (TRL's rollout_func and the reward function), `rollout`
+(batched multi-turn episodes with env-token masks), `loading` (tiny / LoRA / unsloth models), `tiny`, `warmup`,
+`chat`, `envinfo`, `modelpolicy` (greedy held-out evaluation, `--policy model:RUN_DIR`), `rundir`, `callbacks`,
+`report`. See docs/training.md. Names are imported lazily, so `import openadapt.training` does not load torch.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "TrainConfig": "config", "WandbMode": "config", "Solver": "solver", "TrainSummary": "solver",
+    "TierPlan": "episodes", "FixedTierPlan": "episodes", "EpisodeOutcome": "episodes", "training_seed": "episodes",
+    "TrainingError": "envinfo", "ModelPolicy": "modelpolicy", "render_report": "report",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(f"openadapt.training.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'openadapt.training' has no attribute {name!r}")

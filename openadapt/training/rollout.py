@@ -1,0 +1,160 @@
+"""Episodes played by a model through the text protocol, batched across environments.
+
+Every episode starts from the environment's first prompt; the model's reply (its generated tokens, EOS
+included) is decoded, sent to `TextEnv.step`, and the next observation is appended to the conversation with the
+chat template. The token record of an episode is `prompt_ids` (first prompt) plus `completion_ids`: every turn's
+generated tokens and, between turns, the template's environment tokens (the next user turn and the next
+generation prompt), with `env_mask` 1 on generated tokens and 0 on environment tokens, so GRPO trains on the
+model's own tokens only. The next turn is generated from exactly those tokens (no re-tokenisation of history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from openadapt.envpkg.textenv import TextEnv, TextStep
+from openadapt.training.chat import Messages, continuation_ids, first_messages, prompt_ids
+
+# ids of every context -> ids each context's reply (EOS included when the model produced one)
+Generator = Callable[[list[list[int]]], list[list[int]]]
+SAFETY_TURNS = 200  # an environment must end its episodes within its budget; this only stops a broken one
+
+
+class EpisodeSpec(BaseModel):
+    seed: int
+    eci: int
+
+
+class Turn(BaseModel):
+    action: str
+    reward: float
+    done: bool
+    error: str | None = None
+
+
+class EpisodeTrace(BaseModel):
+    """One played episode: tokens for the trainer, outcome for rewards, metrics and evaluation."""
+
+    seed: int
+    eci: int
+    prompt_ids: list[int]
+    completion_ids: list[int] = Field(default_factory=list)
+    env_mask: list[int] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    finished: bool = False  # the environment ended the episode (False: cut by max_turns)
+    solved: bool = False
+    episode_return: float = 0.0
+    final_reward: float = 0.0
+    components: dict[str, float] = Field(default_factory=dict)
+    solve_rate_signal: float | None = None
+    generated_tokens: int = 0
+
+    def record_end(self, step: TextStep) -> None:
+        meta = step.metadata
+        self.finished = True
+        self.solved = bool(meta.get("solved", False))
+        self.components = {k: float(v) for k, v in (meta.get("reward_components") or {}).items()}
+        signal = meta.get("solve_rate_signal")
+        self.solve_rate_signal = float(signal) if signal is not None else None
+
+
+def step_error(step: TextStep) -> str | None:
+    """The environment's machine-readable error code (e.g. `malformed_completion`, `unknown_service`), else the
+    parse error text."""
+    return step.observation.get("error") or step.parse_error or None
+
+
+def eos_ids(tokenizer: Any, model: Any = None) -> list[int]:
+    ids = {tokenizer.eos_token_id}
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(configured if isinstance(configured, list) else [configured])
+    return sorted(i for i in ids if i is not None)
+
+
+def model_generator(model: Any, tokenizer: Any, *, max_new_tokens: int, greedy: bool, temperature: float = 1.0,
+                    batch_size: int = 64) -> Generator:
+    """Batched `model.generate` with left padding: pure sampling at `temperature` (no top-k/top-p, so the
+    sampling distribution is the one GRPO's log-probabilities describe), or greedy decoding."""
+    import torch
+    from transformers import GenerationConfig
+
+    stops = eos_ids(tokenizer, model)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    config = GenerationConfig(max_new_tokens=max_new_tokens, do_sample=not greedy,
+                              temperature=None if greedy else temperature, top_k=None if greedy else 0,
+                              top_p=None if greedy else 1.0, pad_token_id=pad, eos_token_id=stops)
+
+    def generate(contexts: list[list[int]]) -> list[list[int]]:
+        device = next(model.parameters()).device
+        replies: list[list[int]] = []
+        for start in range(0, len(contexts), batch_size):
+            chunk = contexts[start:start + batch_size]
+            width = max(len(c) for c in chunk)
+            ids = torch.tensor([[pad] * (width - len(c)) + c for c in chunk], device=device)
+            mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunk], device=device)
+            with torch.no_grad():
+                out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+            for row in out[:, width:].tolist():
+                end = next((i for i, t in enumerate(row) if t in stops), None)
+                replies.append(row if end is None else row[:end + 1])
+        return replies
+
+    return generate
+
+
+class _Live:
+    def __init__(self, trace: EpisodeTrace, env: TextEnv, messages: Messages):
+        self.trace = trace
+        self.env = env
+        self.messages = messages
+
+
+def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate: Generator, tokenizer: Any, *,
+                 system_prompt: str | None, max_turns: int | None = None,
+                 stop_ids: Sequence[int] = ()) -> list[EpisodeTrace]:
+    """Play `specs[i]` on `envs[i]` (all at once, one batched generation per turn) and return their traces in
+    order. An episode ends when the environment says done, or after `max_turns` model turns (None: only the
+    environment ends it). `system_prompt` None leaves the system turn out of the conversation."""
+    if len(specs) > len(envs):
+        raise ValueError(f"{len(specs)} episodes need as many environments; the pool has {len(envs)}")
+    stops = set(stop_ids) or {tokenizer.eos_token_id}
+    live: list[_Live] = []
+    for env, spec in zip(envs, specs, strict=False):
+        first = env.reset(seed=spec.seed, eci=spec.eci)
+        messages = first_messages(system_prompt, first.prompt, tokenizer)
+        live.append(_Live(EpisodeTrace(seed=spec.seed, eci=spec.eci, prompt_ids=prompt_ids(tokenizer, messages)),
+                          env, messages))
+    limit = SAFETY_TURNS if max_turns is None else max_turns
+    active = list(live)
+    for turn in range(limit):
+        if not active:
+            break
+        replies = generate([e.trace.prompt_ids + e.trace.completion_ids for e in active])
+        still = []
+        for episode, reply in zip(active, replies, strict=True):
+            trace = episode.trace
+            text = tokenizer.decode(reply, skip_special_tokens=True)
+            step = episode.env.step(text)
+            trace.completion_ids += reply
+            trace.env_mask += [1] * len(reply)
+            trace.generated_tokens += len(reply)
+            trace.turns.append(Turn(action=text, reward=float(step.reward), done=step.done, error=step_error(step)))
+            trace.episode_return = round(trace.episode_return + float(step.reward), 6)
+            trace.final_reward = float(step.reward)
+            if step.done:
+                trace.record_end(step)
+                continue
+            if turn + 1 >= limit:
+                continue  # cut by max_turns: not finished, not solved
+            ended = bool(reply) and reply[-1] in stops
+            env_tokens = continuation_ids(tokenizer, episode.messages, text, step.prompt, reply_ended=ended)
+            trace.completion_ids += env_tokens
+            trace.env_mask += [0] * len(env_tokens)
+            episode.messages = [*episode.messages, {"role": "assistant", "content": text},
+                                {"role": "user", "content": step.prompt}]
+            still.append(episode)
+        active = still
+    return [e.trace for e in live]

@@ -1,0 +1,146 @@
+"""The run directory: what a run writes, and the lock that keeps two runs out of one directory.
+
+    RUN_DIR/
+      config.json          the TrainConfig (resolved)
+      metrics.jsonl        one row per optimizer step
+      summary.json         TrainSummary: before/after held-out evaluation, timing, how it stopped
+      init/                tiny: the tokenizer and the model after the format warm-up (what GRPO starts from)
+      checkpoints/         Hugging Face Trainer checkpoints (checkpoint-STEP/): weights, optimizer, scheduler,
+                           RNG and trainer state, so `--resume` continues the global step count
+      final/               the model (or LoRA adapter) and tokenizer at the end of the run
+      .lock                held (flock) while a run uses the directory
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from openadapt.runfiles import read_jsonl, write_atomic
+from openadapt.runlock import DirectoryInUse, DirectoryLock
+from openadapt.training.config import TrainConfig
+from openadapt.training.envinfo import TrainingError
+
+CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+class RunDir:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._lock: DirectoryLock | None = None
+
+    # ---- paths ------------------------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.path / "config.json"
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.path / "metrics.jsonl"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / "summary.json"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def init_dir(self) -> Path:
+        return self.path / "init"
+
+    @property
+    def final_dir(self) -> Path:
+        return self.path / "final"
+
+    # ---- lock -------------------------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the directory for this process, or raise TrainingError naming the process that holds it."""
+        lock = DirectoryLock(self.path, "run")
+        try:
+            lock.acquire()
+        except DirectoryInUse as exc:
+            raise TrainingError(str(exc)) from None
+        self._lock = lock
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # ---- config -----------------------------------------------------------------------------------------
+    def stored_config(self) -> TrainConfig | None:
+        if not self.config_path.exists():
+            return None
+        try:
+            return TrainConfig.model_validate_json(self.config_path.read_text())
+        except ValueError as exc:
+            raise TrainingError(f"{self.config_path} is not a valid run config: {exc}") from None
+
+    def prepare(self, config: TrainConfig, resume: bool) -> None:
+        """Check that `config` may use this directory, then record it. A new run refuses a directory that already
+        holds a run; a resumed run refuses one whose config is for another package or model."""
+        stored = self.stored_config()
+        if resume:
+            if stored is None or self.latest_checkpoint() is None:
+                raise TrainingError(f"nothing to resume in {self.path}: it holds no checkpoint yet")
+            if stored.package != config.package:
+                raise TrainingError(f"{self.path} holds a run on {stored.package}, not {config.package}; resume it "
+                                    f"with that package or start a new run with another --output")
+            if stored.model != config.model:
+                raise TrainingError(f"{self.path} holds a run of model {stored.model!r}, not {config.model!r}")
+        elif self.holds_run():
+            raise TrainingError(f"{self.path} already holds a run; pass --resume to continue it, or choose "
+                                "another --output")
+        else:  # a directory whose earlier start never trained a step: start it afresh
+            for stale in (self.metrics_path, self.summary_path):
+                stale.unlink(missing_ok=True)
+            if self.init_dir.is_dir():
+                shutil.rmtree(self.init_dir)
+        write_json_atomic(self.config_path, config.model_dump(mode="json"))
+
+    def holds_run(self) -> bool:
+        """True once a run has trained at least one step here (a metrics row or a checkpoint)."""
+        return self.latest_checkpoint() is not None or bool(self.metrics())
+
+    # ---- checkpoints ------------------------------------------------------------------------------------
+    def checkpoint_steps(self) -> list[int]:
+        if not self.checkpoints.is_dir():
+            return []
+        steps = []
+        for child in self.checkpoints.iterdir():
+            match = CHECKPOINT.match(child.name)
+            if match and (child / "trainer_state.json").exists():  # complete checkpoints only
+                steps.append(int(match.group(1)))
+        return sorted(steps)
+
+    def latest_checkpoint(self) -> Path | None:
+        steps = self.checkpoint_steps()
+        return self.checkpoints / f"checkpoint-{steps[-1]}" if steps else None
+
+    # ---- metrics ----------------------------------------------------------------------------------------
+    def append_metrics(self, row: dict[str, Any]) -> None:
+        with self.metrics_path.open("a") as handle:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+
+    def metrics(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.metrics_path)
+
+    def truncate_metrics(self, after_step: int) -> None:
+        """Drop rows past `after_step` (steps trained after the last checkpoint, which a resume redoes)."""
+        rows = [r for r in self.metrics() if r.get("step", 0) <= after_step]
+        write_atomic(self.metrics_path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+
+    def summary(self) -> dict[str, Any] | None:
+        return json.loads(self.summary_path.read_text()) if self.summary_path.exists() else None
+
+    def write_summary(self, data: dict[str, Any]) -> None:
+        write_json_atomic(self.summary_path, data)

@@ -1,0 +1,112 @@
+"""Format warm-up: a short supervised pass on *random* schema-valid actions before GRPO.
+
+A randomly initialised model almost never writes a parseable JSON action, so every GRPO group would score the
+same malformed reward and carry no signal. The warm-up teaches the form of an action and nothing about which
+action is right: its targets come from `SchemaRandomActions` (openadapt.kit's RandomPolicy over the schema:
+uniform enum values, uniform numbers, and for strings words drawn at random from the prompt the model is shown,
+so it learns to fill a string with a word it can see; a field whose default is a value, like an empty evidence
+list, is left out half the time, so short actions are in its repertoire), never from an oracle, and it sees no
+reward. After it
+the model writes well-formed actions at about the random agent's solve rate; GRPO has to learn the task.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from openadapt.envpkg.textenv import TextEnv
+from openadapt.training.chat import first_messages, prompt_ids
+from openadapt.training.envinfo import SchemaRandomActions
+
+
+class WarmupResult(BaseModel):
+    steps: int
+    examples: int
+    seeds: tuple[int, int]  # first and last seed whose first observation was used
+    tiers: list[int]
+    first_loss: float
+    final_loss: float
+    seconds: float
+    targets: str = ("random schema-valid actions (openadapt.kit RandomPolicy over the action schema, strings drawn "
+                    "from the prompt's words, defaulted fields left out half the time, floats rounded to one "
+                    "decimal); no oracle, no reward")
+
+
+def warmup_batches(env: TextEnv, tokenizer: Any, schema: dict[str, Any], tiers: list[int], seeds: range,
+                   batch_size: int, system_prompt: str | None, prompt_loss: bool = False) -> Any:
+    """Yields (batch, last seed): (input_ids, labels) pairs of the first prompt of a seed and a random action as
+    the target. `system_prompt` None leaves the system turn out (as the run's conversations do)."""
+    batch: list[tuple[list[int], list[int]]] = []
+    for i, seed in enumerate(seeds):
+        eci = tiers[i % len(tiers)]
+        step = env.reset(seed=seed, eci=eci)
+        agent = SchemaRandomActions(schema, random.Random(f"warmup:{seed}"), omit_defaulted=0.5)
+        target = agent.completion(step.prompt)
+        messages = first_messages(system_prompt, step.prompt, tokenizer)
+        ids = prompt_ids(tokenizer, messages)
+        answer = list(tokenizer(target, add_special_tokens=False)["input_ids"]) + [tokenizer.eos_token_id]
+        context = list(ids) if prompt_loss else [-100] * len(ids)
+        if prompt_loss:  # the observation text itself, not the chat scaffolding around it
+            special = set(tokenizer.all_special_ids)
+            context = [-100 if t in special else t for t in context]
+        batch.append((ids + answer, context + answer))
+        if len(batch) == batch_size:
+            yield batch, seed
+            batch = []
+
+
+def answer_loss(model: Any, input_ids: Any, mask: Any, labels: Any) -> Any:
+    """Next-token cross-entropy on the answer tokens only, projecting just those positions onto the vocabulary
+    (the prompt positions' logits, most of the sequence, are never computed)."""
+    import torch
+
+    hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
+    targets = labels[:, 1:]
+    keep = targets != -100
+    logits = model.get_output_embeddings()(hidden[:, :-1][keep])
+    return torch.nn.functional.cross_entropy(logits.float(), targets[keep])
+
+
+def format_warmup(model: Any, tokenizer: Any, env: TextEnv, schema: dict[str, Any], tiers: list[int],
+                  seeds: range, steps: int, batch_size: int = 16, lr: float = 3e-3,
+                  system_prompt: str | None = None, prompt_loss: bool = False,
+                  progress: Callable[[int, float], None] | None = None) -> WarmupResult:
+    """Train `model` for `steps` steps of `batch_size` random-action targets. The loss is on the action tokens,
+    and with `prompt_loss` also next-token prediction on the prompt's own text (language modelling of what the
+    environment shows: no answer, no reward), which is where a model trained from scratch learns to copy words
+    from its context."""
+    import torch
+
+    started = time.perf_counter()
+    model.train()
+    optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    losses: list[float] = []
+    last_seed = seeds.start
+    pad = tokenizer.pad_token_id
+    batches = warmup_batches(env, tokenizer, schema, tiers, seeds, batch_size, system_prompt, prompt_loss)
+    for step, (batch, seed) in enumerate(batches):
+        if step >= steps:
+            break
+        last_seed = seed
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
+        labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in batch])
+        loss = answer_loss(model, input_ids.to(model.device), mask.to(model.device), labels.to(model.device))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimiser.step()
+        optimiser.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+        if progress is not None:
+            progress(step + 1, losses[-1])
+    model.eval()
+    return WarmupResult(steps=len(losses), examples=len(losses) * batch_size, seeds=(seeds.start, last_seed),
+                        tiers=tiers, first_loss=round(losses[0], 4) if losses else 0.0,
+                        final_loss=round(sum(losses[-5:]) / len(losses[-5:]), 4) if losses else 0.0,
+                        seconds=round(time.perf_counter() - started, 2))
