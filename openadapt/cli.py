@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openadapt import __version__
-from openadapt.errors import OpenAdaptError
+from openadapt.errors import OpenAdaptError, UsageError
 
 app = typer.Typer(
     name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -114,37 +114,172 @@ def serve(
 @_reports_errors
 def eval_(
     package: PackageArg,
-    policy: Annotated[str, typer.Option(help="oracle, heuristic or random")] = "oracle",
+    policy: Annotated[str, typer.Option(help="oracle, heuristic, random, or model:RUN_DIR (a trained run)")] = "oracle",
     eci: Annotated[str, typer.Option(help="tier 1-5, a list like 1,3,5, or all")] = "all",
     episodes: Annotated[int, typer.Option(min=1, help="held-out seeds per tier")] = 100,
     seed_start: Annotated[int | None, typer.Option(help="first seed (default: the held-out range)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+    log_format: Annotated[str, typer.Option(help="table, or openenv: [START]/[STEP]/[END] lines per episode on "
+                                            "stdout (the table goes to stderr)")] = "table",
     trust: TrustOpt = False,
 ) -> None:
-    """Solve rate (binary `solved`) and mean reward per tier for a reference policy."""
+    """Solve rate (binary `solved`) and mean reward per tier for a reference policy or a trained model."""
     from rich.progress import Progress
 
-    from openadapt.envpkg.loader import load
     from openadapt.evaluation import EVAL_SEED_START, evaluate
 
+    if log_format not in ("table", "openenv"):
+        raise typer.BadParameter(f"{log_format!r}: choose table or openenv", param_hint="--log-format")
     tiers = _tiers(eci)
-    pkg = load(package, trust=trust)
     start = EVAL_SEED_START if seed_start is None else seed_start
-    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-        task = bar.add_task(f"{policy} on {pkg.ref.label}", total=episodes * len(tiers))
-        report = evaluate(pkg, policy, tiers, episodes, start, progress=lambda n: bar.advance(task, n))
+    openenv = log_format == "openenv"
+
+    def log(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    with Progress(console=err, transient=True, disable=as_json or openenv or not err.is_terminal) as bar:
+        task = bar.add_task(f"{policy} on {package}", total=episodes * len(tiers))
+        advance = lambda n: bar.advance(task, n)  # noqa: E731
+        if policy.startswith("model:"):
+            from openadapt.envpkg.loader import resolve
+            from openadapt.training.modelpolicy import MODEL_PREFIX, evaluate_run, trace_lines
+
+            run_dir = policy[len(MODEL_PREFIX):]
+            name = resolve(package).name
+
+            def log_trace(trace) -> None:
+                for line in trace_lines(trace, name, run_dir):
+                    log(line)
+
+            report = evaluate_run(run_dir, package, tiers, episodes, start, trust=trust, progress=advance,
+                                  on_trace=log_trace if openenv else None)
+        else:
+            from openadapt.envpkg.loader import load
+
+            pkg = load(package, trust=trust)
+            report = evaluate(pkg, policy, tiers, episodes, start, progress=advance, log=log if openenv else None)
     if as_json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
-    table = Table(title=f"{policy} on {pkg.ref.label}: {episodes} held-out seeds per tier from {start}")
+    table = Table(title=f"{report.policy} on {report.package}: {episodes} held-out seeds per tier from {start}")
     for column in ("ECI", "solve rate", "95% CI", "mean reward", "95% CI", "steps"):
         table.add_column(column, justify="right")
     for t in report.tiers:
         table.add_row(str(t.eci), f"{t.solve_rate:.3f}", f"{t.solve_rate_ci95[0]:.2f}-{t.solve_rate_ci95[1]:.2f}",
                       f"{t.mean_return:.3f}", f"{t.return_ci95[0]:.2f}-{t.return_ci95[1]:.2f}", f"{t.mean_steps:.1f}")
+    console = err if openenv else out
+    console.print(table)
+    console.print("solve rate = share of episodes whose final metadata says solved=true; reward is the shaped "
+                  "episode return, reported separately.", style="dim")
+
+
+@app.command()
+@_reports_errors
+def train(
+    package: PackageArg,
+    model: Annotated[str, typer.Option(help="tiny (built offline from the package's vocabulary), a hub id, or a "
+                                       "local model directory (LoRA by default)")] = "tiny",
+    eci: Annotated[str, typer.Option(help="training tier(s): 1-5 or a list like 1,2")] = "1",
+    steps: Annotated[int, typer.Option(min=1, help="optimizer steps (global step count)")] = 200,
+    lr: Annotated[float | None, typer.Option(help="learning rate (default: tiny 1e-3, LoRA 2e-5)")] = None,
+    num_generations: Annotated[int, typer.Option(min=2, help="completions per episode group (GRPO's G)")] = 8,
+    prompts_per_step: Annotated[int, typer.Option(min=1, help="episode groups per step")] = 4,
+    max_turns: Annotated[int, typer.Option(min=1, help="model turns per training episode")] = 4,
+    output: Annotated[Path | None, typer.Option(help="run directory (default runs/NAME-TIMESTAMP)")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="continue the run in --output from its latest "
+                                         "checkpoint")] = False,
+    wandb: Annotated[str | None, typer.Option(help="online, offline or disabled (default: online when "
+                                              "WANDB_API_KEY is set, else disabled)")] = None,
+    warmup_steps: Annotated[int | None, typer.Option(min=0, help="format warm-up steps on random actions "
+                                                     "(default: tiny 400, real models 0)")] = None,
+    eval_episodes: Annotated[int, typer.Option(min=0, help="held-out seeds per tier for the before/after "
+                                               "evaluation (0: skip)")] = 100,
+    seed: Annotated[int, typer.Option(min=0, help="run seed: training seeds, tiers, model init")] = 0,
+    skip_validation: Annotated[bool, typer.Option("--skip-validation", help="do not validate a non-seed package "
+                                                  "in the sandbox before training")] = False,
+    trust: TrustOpt = False,
+) -> None:
+    """Train a model on a package with GRPO (TRL), through its text protocol, and evaluate it on held-out seeds
+    before and after. Ctrl-C stops after the current step with a checkpoint; --resume continues it."""
+    import time
+
+    from pydantic import ValidationError
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from openadapt.envpkg.loader import resolve
+    from openadapt.training.config import TrainConfig, WandbMode
+    from openadapt.training.solver import Solver
+
+    if output is None:
+        if resume:
+            raise typer.BadParameter("--resume needs the run directory", param_hint="--output")
+        output = Path("runs") / f"{resolve(package).name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    options = dict(package=package, model=model, eci=_tiers(eci), steps=steps, lr=lr,
+                   num_generations=num_generations, prompts_per_step=prompts_per_step, max_turns=max_turns,
+                   output=output, resume=resume, warmup_steps=warmup_steps, eval_episodes=eval_episodes, seed=seed,
+                   trust=trust, validate_package=not skip_validation)
+    if wandb is not None:
+        if wandb not in {m.value for m in WandbMode}:
+            raise typer.BadParameter(f"{wandb!r}: choose online, offline or disabled", param_hint="--wandb")
+        options["wandb"] = WandbMode(wandb)
+    try:
+        config = TrainConfig(**{k: v for k, v in options.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    err.print(f"run directory: {config.output}", highlight=False)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=err, disable=not err.is_terminal) as bar:
+        warm = bar.add_task("format warm-up", total=config.warmup_steps or 1, visible=bool(config.warmup_steps))
+        solver = Solver.create(config, warmup_progress=lambda n, loss: bar.update(
+            warm, completed=n, description=f"format warm-up (loss {loss:.2f})"))
+        bar.update(warm, visible=False)
+        with solver:
+            task = bar.add_task("GRPO", total=config.steps, completed=solver.trainer.state.global_step)
+
+            def progress(row: dict) -> None:
+                bar.update(task, completed=row["step"], description=(
+                    f"GRPO reward {row['reward_mean']:+.3f} solve {row['solve_rate']:.2f} "
+                    f"{row['seconds_per_step']:.2f} s/step"))
+                if not err.is_terminal and row["step"] % 10 == 0:
+                    err.print(f"step {row['step']}: reward {row['reward_mean']:+.3f} sampled solve rate "
+                              f"{row['solve_rate']:.3f} ({row['seconds_per_step']:.2f} s/step)", highlight=False)
+
+            solver.metrics.listeners.append(progress)
+            summary = solver.train()
+    table = Table(title=f"{config.package}: {summary.global_step} steps ({summary.stopped}), "
+                        f"{summary.train_seconds:.0f} s")
+    for column in ("held-out", "ECI", "solve rate", "95% CI", "mean reward"):
+        table.add_column(column, justify="right")
+    for which, report in (("before", summary.before), ("after", summary.after)):
+        for t in report.tiers if report else []:
+            table.add_row(which, str(t.eci), f"{t.solve_rate:.3f}",
+                          f"{t.solve_rate_ci95[0]:.2f}-{t.solve_rate_ci95[1]:.2f}", f"{t.mean_return:.3f}")
     out.print(table)
-    out.print("solve rate = share of episodes whose final metadata says solved=true; reward is the shaped "
-              "episode return, reported separately.", style="dim")
+    for note in summary.notes:
+        err.print(f"[yellow]note:[/yellow] {note}", highlight=False)
+    out.print(f"run: {config.output} (metrics.jsonl, summary.json, final/); `openadapt report {config.output}` "
+              "renders the curves", highlight=False)
+    if summary.stopped == "interrupted":
+        out.print(f"interrupted at step {summary.global_step}: continue with `openadapt train {package} --output "
+                  f"{config.output} --resume --steps {config.steps}`", highlight=False)
+
+
+@app.command()
+@_reports_errors
+def report(run_dir: Annotated[Path, typer.Argument(help="a training or curriculum run directory")]) -> None:
+    """Render a run's report.md/report.html with PNG plots into the run directory: reward and solve-rate curves
+    for a training run; solve rate per tier, the ECI timeline, reward components and held-out evaluations per
+    tier for a curriculum run."""
+    from openadapt.curriculum.report import is_curriculum_run, render_curriculum_report
+    from openadapt.training.report import render_report
+
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run directory")
+    path = render_curriculum_report(run_dir) if is_curriculum_run(run_dir) else render_report(run_dir)
+    out.print(f"{path}\n{path.with_suffix('.html')}", highlight=False)
 
 
 @app.command()
@@ -344,6 +479,105 @@ def play(
     out.print(session.prompt(), markup=False, highlight=False)
     out.print(json.dumps({"solved": meta["solved"], "episode_return": round(session.total, 4),
                           "reward_components": meta["reward_components"]}, indent=2), highlight=False)
+
+
+@app.command()
+@_reports_errors
+def curriculum(
+    source: Annotated[str | None, typer.Argument(help="a task prompt, a package directory, or seed:NAME "
+                                                 "(omit with --resume)")] = None,
+    model: Annotated[str, typer.Option(help="solver: 'tiny', a hub id or a local model directory")] = "tiny",
+    hours: Annotated[float | None, typer.Option(min=0.001, help="stop after this much run time")] = None,
+    max_steps: Annotated[int | None, typer.Option(min=1, help="stop at this global optimizer step")] = None,
+    window: Annotated[int, typer.Option(min=1, help="episodes per tier in the windowed solve rate")] = 64,
+    min_episodes: Annotated[int | None, typer.Option(min=1, help="episodes before a tier may escalate "
+                                                     "(default: the window)")] = None,
+    threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="escalate at this windowed solve rate")] = 0.90,
+    replay_share: Annotated[float, typer.Option(min=0.0, max=0.99, help="share of episodes on earlier tiers")] = 0.1,
+    step_back: Annotated[bool, typer.Option("--step-back", help="return to a tier whose replayed solve rate "
+                                            "collapsed")] = False,
+    start_eci: Annotated[int, typer.Option(callback=_tier, help="tier to start from")] = 1,
+    eval_episodes: Annotated[int, typer.Option(min=0, help="held-out seeds per tier evaluation")] = 100,
+    num_generations: Annotated[int, typer.Option(min=2, help="GRPO completions per episode group")] = 8,
+    prompts_per_step: Annotated[int, typer.Option(min=1, help="episode groups per optimizer step")] = 4,
+    lr: Annotated[float | None, typer.Option(help="learning rate (default per model kind)")] = None,
+    warmup_steps: Annotated[int | None, typer.Option(min=0, help="tiny: format warm-up steps on random valid "
+                                                     "actions (default 200)")] = None,
+    save_steps: Annotated[int, typer.Option(min=1, help="checkpoint every N steps")] = 10,
+    output: Annotated[Path | None, typer.Option(help="run directory (default runs/curriculum-TIMESTAMP)")] = None,
+    resume: Annotated[Path | None, typer.Option(help="continue the run in this directory")] = None,
+    wandb: Annotated[str | None, typer.Option(help="online, offline or disabled (default: online only with "
+                                              "WANDB_API_KEY)")] = None,
+    sandbox: Annotated[str, typer.Option(help="validator sandbox: auto, docker, bwrap, process")] = "auto",
+    designer_base_url: Annotated[str | None, typer.Option(help="designer endpoint (env OPENADAPT_BASE_URL)")] = None,
+    designer_model: Annotated[str | None, typer.Option(help="designer model (env OPENADAPT_MODEL)")] = None,
+    escalation_attempts: Annotated[int, typer.Option(min=1, help="designer+validator rounds per escalation "
+                                                     "before the run stops as blocked")] = 2,
+    designer_attempts: Annotated[int, typer.Option(min=1, help="LLM repair attempts within a round")] = 3,
+    offline: Annotated[bool, typer.Option("--offline", help="offline designer even with an endpoint")] = False,
+) -> None:
+    """Train on SOURCE and raise its ECI tier each time the windowed solve rate reaches --threshold, with the
+    designer making the harder tier and the validator certifying it. Survives kill -9: continue with --resume."""
+    import datetime as dt
+
+    from openadapt.curriculum.controller import Curriculum, CurriculumConfig, stored_config
+    from openadapt.curriculum.rule import RuleConfig
+    from openadapt.designer.llm import LLMConfig
+
+    llm = None if offline else LLMConfig.from_env(base_url=designer_base_url, model=designer_model)
+    if resume is not None:
+        if output is not None and output != resume:
+            raise UsageError("--resume names the run directory; drop --output")
+        config = stored_config(resume)
+        if source is not None and source != config.source:
+            raise UsageError(f"{resume} holds a curriculum on {config.source!r}, not {source!r}")
+        updates = {k: v for k, v in {"hours": hours, "max_steps": max_steps}.items() if v is not None}
+        config = config.model_copy(update=updates)
+    else:
+        if source is None:
+            raise UsageError("give a task prompt, a package directory or seed:NAME (or --resume RUN_DIR)")
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+        rule = RuleConfig(threshold=threshold, window=window, min_episodes=min_episodes or window,
+                          replay_share=replay_share, step_back=step_back)
+        fields = {"wandb": wandb} if wandb else {}
+        config = CurriculumConfig(source=source, output=output or Path("runs") / f"curriculum-{stamp}", model=model,
+                                  rule=rule, start_tier=start_eci, hours=hours, max_steps=max_steps,
+                                  eval_episodes=eval_episodes, num_generations=num_generations,
+                                  prompts_per_step=prompts_per_step, lr=lr, warmup_steps=warmup_steps,
+                                  save_steps=save_steps, sandbox=sandbox, escalation_attempts=escalation_attempts,
+                                  designer_attempts=designer_attempts, **fields)
+    if config.hours is None and config.max_steps is None:
+        err.print("[yellow]no --hours or --max-steps[/yellow]: the run stops only when ECI 5 is mastered (Ctrl-C "
+                  "stops it cleanly; --resume continues)")
+    err.print(f"run directory: {config.output}", highlight=False)
+    with err.status("starting", spinner="dots") as status:
+        def listen(event: dict) -> None:
+            kind = event["event"]
+            if kind == "progress":
+                tier = event["tier"]
+                rate = event["windowed"].get(tier)
+                status.update(f"ECI {tier} | step {event['step']} | windowed solve rate "
+                              f"{'-' if rate is None else f'{rate:.2f}'} ({event['counts'].get(tier, 0)} episodes) "
+                              f"| {event['train_seconds'] / 60:.1f} min")
+                return
+            detail = {k: v for k, v in event.items() if k not in ("at", "event", "step", "summary", "rule")}
+            err.print(f"[bold]{kind}[/bold] step {event['step']} {json.dumps(detail, sort_keys=True)}",
+                      highlight=False)
+
+        summary = Curriculum(config, resume=resume is not None, llm=llm, listener=listen).run()
+    table = Table(title=f"curriculum: {summary.status}", show_header=False)
+    table.add_row("run directory", str(summary.run_dir))
+    table.add_row("why it stopped", summary.reason)
+    table.add_row("tier", f"ECI {summary.tier}")
+    table.add_row("steps", f"{summary.global_step} ({summary.episodes} episodes, {summary.train_seconds / 60:.1f} min)")
+    table.add_row("escalations", ", ".join(f"ECI {e['tier']}->{e['target']} at step {e['step']}"
+                                          for e in summary.escalations) or "none")
+    for e in summary.evaluations:
+        table.add_row(f"held-out ECI {e.eci} ({e.when})", f"solve rate {e.solve_rate:.3f} "
+                      f"[{e.solve_rate_ci95[0]:.2f}, {e.solve_rate_ci95[1]:.2f}] on {e.episodes} seeds, "
+                      f"reward {e.mean_return:.3f} (step {e.step})")
+    out.print(table)
+    raise typer.Exit(0 if summary.status in ("mastered", "max_steps", "time_limit") else 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,86 @@
+"""The escalation rule (docs/curriculum.md): a windowed solve rate per tier, escalation at the threshold,
+replay of earlier tiers, and collapse detection after an escalation."""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from enum import StrEnum
+
+from pydantic import BaseModel, Field, model_validator
+
+
+class RuleConfig(BaseModel):
+    threshold: float = Field(default=0.90, ge=0.0, le=1.0, description="escalate when the windowed rate is >= "
+                             "this (0: a fixed schedule, one tier per min_episodes episodes)")
+    window: int = Field(default=64, ge=1, description="most recent episodes of the tier that count")
+    min_episodes: int = Field(default=64, ge=1, description="episodes at a tier before it may escalate")
+    replay_share: float = Field(default=0.1, ge=0.0, lt=1.0, description="share of episodes on earlier tiers")
+    collapse_drop: float = Field(default=0.3, gt=0.0, le=1.0,
+                                 description="a tier whose rate falls this far below the threshold has collapsed")
+    collapse_min: int = Field(default=16, ge=1, description="replayed episodes needed to call a collapse")
+    step_back: bool = Field(default=False, description="return to the collapsed tier instead of only reporting")
+    max_tier: int = Field(default=5, ge=1, le=5)
+
+    @model_validator(mode="after")
+    def _window_covers_minimum(self) -> RuleConfig:
+        if self.min_episodes > self.window:
+            raise ValueError(f"min_episodes ({self.min_episodes}) cannot exceed window ({self.window}): the "
+                             "windowed rate would never see that many episodes")
+        return self
+
+
+class Decision(StrEnum):
+    HOLD = "hold"
+    ESCALATE = "escalate"
+    MASTERED = "mastered"  # the top tier passed the threshold: the curriculum is done
+    COLLAPSE = "collapse"  # an earlier tier, replayed, fell below the collapse line
+
+
+class TierWindows:
+    """Solved flags per tier, most recent `window` kept; serialisable for the run state."""
+
+    def __init__(self, window: int, history: dict[int, list[bool]] | None = None):
+        self.window = window
+        self._tiers: dict[int, deque[bool]] = {}
+        for tier, flags in (history or {}).items():
+            self._tiers[int(tier)] = deque(flags, maxlen=window)
+
+    def record(self, tier: int, solved: bool) -> None:
+        self._tiers.setdefault(tier, deque(maxlen=self.window)).append(bool(solved))
+
+    def restart(self, tier: int) -> None:
+        """Forget a tier's window (on escalation the tier left behind is measured afresh by replay)."""
+        self._tiers.pop(tier, None)
+
+    def count(self, tier: int) -> int:
+        return len(self._tiers.get(tier, ()))
+
+    def rate(self, tier: int) -> float | None:
+        flags = self._tiers.get(tier)
+        return sum(flags) / len(flags) if flags else None
+
+    def to_dict(self) -> dict[int, list[bool]]:
+        return {tier: list(flags) for tier, flags in sorted(self._tiers.items())}
+
+
+def decide(config: RuleConfig, windows: TierWindows, tier: int, escalated_from: int | None) -> Decision:
+    """What the controller should do now, at `tier` (having arrived from `escalated_from`, if it escalated)."""
+    if escalated_from is not None:
+        earlier = windows.rate(escalated_from)
+        if (earlier is not None and windows.count(escalated_from) >= config.collapse_min
+                and earlier < config.threshold - config.collapse_drop):
+            return Decision.COLLAPSE
+    if windows.count(tier) < config.min_episodes:
+        return Decision.HOLD
+    rate = windows.rate(tier)
+    if rate is None or rate < config.threshold:
+        return Decision.HOLD
+    return Decision.MASTERED if tier >= config.max_tier else Decision.ESCALATE
+
+
+def episode_tier(config: RuleConfig, tier: int, rng: random.Random) -> int:
+    """The tier of the next episode: the current one, or (with the replay share) a uniformly drawn earlier one."""
+    if tier > 1 and rng.random() < config.replay_share:
+        return rng.randint(1, tier - 1)
+    return tier

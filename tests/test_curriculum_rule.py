@@ -1,0 +1,125 @@
+"""The escalation rule on synthetic episode streams: the threshold edge, the minimum episodes, the window,
+replay of earlier tiers, collapse detection, and the state file's crash safety."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from openadapt.curriculum.rule import Decision, RuleConfig, TierWindows, decide, episode_tier
+from openadapt.curriculum.state import CurriculumError, CurriculumState, EventLog
+
+
+def stream(windows: TierWindows, tier: int, solved: int, total: int) -> None:
+    """`solved` successes spread through `total` episodes (order does not matter to a full window)."""
+    for i in range(total):
+        windows.record(tier, i < solved)
+
+
+@pytest.mark.parametrize(("solved", "expected"), [
+    (90, Decision.ESCALATE),   # exactly 0.90
+    (89, Decision.HOLD),       # just below
+    (91, Decision.ESCALATE),   # just above
+    (100, Decision.ESCALATE),
+])
+def test_threshold_edge(solved, expected):
+    config = RuleConfig(window=100, min_episodes=100)
+    windows = TierWindows(config.window)
+    stream(windows, 1, solved, 100)
+    assert decide(config, windows, tier=1, escalated_from=None) == expected
+
+
+def test_minimum_episodes_hold_even_a_perfect_record():
+    config = RuleConfig(window=64, min_episodes=40)
+    windows = TierWindows(config.window)
+    stream(windows, 2, 39, 39)
+    assert decide(config, windows, 2, None) == Decision.HOLD
+    windows.record(2, True)
+    assert decide(config, windows, 2, None) == Decision.ESCALATE
+
+
+def test_only_the_window_counts():
+    config = RuleConfig(window=50, min_episodes=50)
+    windows = TierWindows(config.window)
+    stream(windows, 1, 0, 200)  # a long failing past...
+    stream(windows, 1, 46, 46)  # ...then 46 solves and 4 more failures in the last 50
+    for _ in range(4):
+        windows.record(1, False)
+    assert windows.count(1) == 50 and windows.rate(1) == pytest.approx(0.92)
+    assert decide(config, windows, 1, None) == Decision.ESCALATE
+
+
+def test_other_tiers_do_not_count_toward_the_current_one():
+    config = RuleConfig(window=20, min_episodes=20)
+    windows = TierWindows(config.window)
+    stream(windows, 1, 20, 20)
+    stream(windows, 2, 10, 20)
+    assert decide(config, windows, 2, None) == Decision.HOLD
+    assert decide(config, windows, 1, None) == Decision.ESCALATE
+
+
+def test_top_tier_is_mastery_not_escalation():
+    config = RuleConfig(window=10, min_episodes=10)
+    windows = TierWindows(config.window)
+    stream(windows, 5, 10, 10)
+    assert decide(config, windows, 5, None) == Decision.MASTERED
+    capped = RuleConfig(window=10, min_episodes=10, max_tier=3)
+    stream(windows, 3, 10, 10)
+    assert decide(capped, windows, 3, None) == Decision.MASTERED
+
+
+def test_replay_share():
+    config = RuleConfig(replay_share=0.2)
+    rng = random.Random(7)
+    tiers = [episode_tier(config, 4, rng) for _ in range(10_000)]
+    replayed = [t for t in tiers if t < 4]
+    assert 0.18 < len(replayed) / len(tiers) < 0.22
+    assert set(replayed) == {1, 2, 3}  # every earlier tier is replayed
+    assert all(episode_tier(config, 1, rng) == 1 for _ in range(100))  # nothing to replay at ECI 1
+    none = RuleConfig(replay_share=0.0)
+    assert all(episode_tier(none, 4, rng) == 4 for _ in range(1000))
+
+
+def test_collapse_needs_enough_replays_and_a_real_drop():
+    config = RuleConfig(window=64, min_episodes=64, collapse_drop=0.3, collapse_min=16)
+    windows = TierWindows(config.window)
+    stream(windows, 1, 8, 15)  # 0.53 < 0.60, but only 15 replays
+    assert decide(config, windows, 2, escalated_from=1) == Decision.HOLD
+    windows.record(1, False)
+    assert decide(config, windows, 2, escalated_from=1) == Decision.COLLAPSE
+    healthy = TierWindows(config.window)
+    stream(healthy, 1, 11, 16)  # 0.69 >= 0.60: forgetting, but not a collapse
+    assert decide(config, healthy, 2, escalated_from=1) == Decision.HOLD
+
+
+def test_window_must_cover_the_minimum():
+    with pytest.raises(ValueError, match="cannot exceed window"):
+        RuleConfig(window=10, min_episodes=20)
+
+
+def test_windows_round_trip_through_the_state_file(tmp_path):
+    windows = TierWindows(8)
+    stream(windows, 1, 5, 12)
+    state = CurriculumState(run_id="r", source="seed:incident_triage", windows=windows.to_dict())
+    state.save(tmp_path)
+    loaded = CurriculumState.load(tmp_path / "state.json")
+    again = TierWindows(8, loaded.windows)
+    assert again.count(1) == 8 and again.rate(1) == windows.rate(1)
+
+
+def test_corrupted_state_is_a_clear_error(tmp_path):
+    (tmp_path / "state.json").write_text('{"run_id": "r", "source": ')  # torn
+    with pytest.raises(CurriculumError, match="corrupted"):
+        CurriculumState.load(tmp_path / "state.json")
+    with pytest.raises(CurriculumError, match="missing"):
+        CurriculumState.load(tmp_path / "nothing.json")
+
+
+def test_event_log_skips_a_torn_last_line(tmp_path):
+    log = EventLog(tmp_path / "events.jsonl")
+    log.append("started", 0, source="x")
+    log.append("escalated", 5, tier=1, target=2)
+    with (tmp_path / "events.jsonl").open("a") as handle:
+        handle.write('{"event": "valid')  # kill -9 mid-write
+    assert [e["event"] for e in log.read()] == ["started", "escalated"]
