@@ -355,11 +355,15 @@ def test_ctrl_c_checkpoints_the_current_step_and_stops(tmp_path):
 def test_an_untrusted_package_trains_through_the_sandbox(tmp_path):
     import sys
 
+    def imported() -> set[str]:  # other tests may load the fixture in-process on purpose (trust=True)
+        return {name for name in sys.modules if name.startswith("openadapt_pkg_guess_env")}
+
+    before = imported()
     config = make_config(tmp_path / "run", package=str(GUESS), steps=1, num_generations=2)
     with Solver.create(config) as solver:
         assert solver.pool.isolated and not solver.pool.in_process
         solver.train()
-    assert not any(name.startswith("openadapt_pkg_guess_env") for name in sys.modules)
+    assert imported() == before  # its code never ran in this process
     assert RunDir(tmp_path / "run").metrics()[0]["episodes"] == 4
 
 

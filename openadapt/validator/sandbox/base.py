@@ -17,6 +17,7 @@ from typing import Any
 
 from openadapt.validator.report import SandboxInfo
 
+_EOF = object()  # sentinel: the worker closed its stdout
 WORKER_START_TIMEOUT_S = 60.0
 STDERR_CAP = 32 * 1024
 
@@ -90,7 +91,8 @@ class WorkerHandle:
             command or sandbox.worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=sandbox.worker_env(), cwd=str(sandbox.scratch), start_new_session=True,
         )
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_reader.start()
         self.hello = self.request({"op": "ping"}, WORKER_START_TIMEOUT_S)
         self.start_s = round(time.monotonic() - started, 3)
 
@@ -112,14 +114,20 @@ class WorkerHandle:
         except BrokenPipeError:
             raise WorkerDied(self._death()) from None
         line = self._read_line(time.monotonic() + timeout_s)
+        if line is _EOF:  # the worker closed its output: it is exiting; report why, with its stderr
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            self._stderr_reader.join(timeout=2)
+            raise WorkerDied(self._death())
         if line is None:
             alive = self.alive
             self.kill()
             raise WorkerDied(f"no reply within {timeout_s:.0f} s; sandbox killed" if alive else self._death())
         return json.loads(line)
 
-    def _read_line(self, deadline: float) -> bytes | None:
-        """One reply line, or None at EOF or past the deadline (no thread per request: select on the pipe)."""
+    def _read_line(self, deadline: float) -> bytes | object | None:
+        """One reply line, `_EOF` when the worker closed its output, or None past the deadline (no thread per
+        request: select on the pipe)."""
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
@@ -127,7 +135,7 @@ class WorkerHandle:
                 return None
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                return None
+                return _EOF
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line
