@@ -82,6 +82,9 @@ class BwrapSandbox(Sandbox):
         for name in SYSTEM_ETC:
             if os.path.exists(f"/etc/{name}"):
                 argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        # /tmp is the sandbox's own tmpfs, mounted before the interpreter's paths so that a virtual environment
+        # that lives under the host's /tmp (a CI checkout, say) is bound on top of it, not hidden by it.
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
         made: set[str] = {"/", "/usr", "/etc", "/tmp"}
         for path in dict.fromkeys(str(p) for p in python_paths().values()):
             for parent in reversed(Path(path).parents):
@@ -89,8 +92,7 @@ class BwrapSandbox(Sandbox):
                     argv += ["--perms", "0755", "--dir", str(parent)]
                     made.add(str(parent))
             argv += ["--ro-bind", path, path]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-                 "--ro-bind", str(self.inbox), "/tmp/inbox", "--bind", str(self.scratch), "/tmp/scratch",
+        argv += ["--ro-bind", str(self.inbox), "/tmp/inbox", "--bind", str(self.scratch), "/tmp/scratch",
                  "--remount-ro", "/", "--chdir", "/tmp/scratch"]
         for key, value in self.worker_env().items():
             argv += ["--setenv", key, value]
