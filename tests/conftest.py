@@ -9,6 +9,25 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from openadapt.envpkg.loader import SEEDS_DIR, load  # noqa: E402
 
 
+@pytest.fixture(scope="module")
+def validator():
+    """A warm bwrap validator shared by a module's tests (6 episodes per check: quick)."""
+    from openadapt.validator import Validator
+
+    with Validator("bwrap", episodes=6) as v:
+        yield v
+
+
+@pytest.fixture
+def llm():
+    """A real chat-completions HTTP server on loopback, replaying the replies a test scripts."""
+    from fake_openai import FakeOpenAI
+
+    server = FakeOpenAI()
+    yield server
+    server.close()
+
+
 @pytest.fixture(scope="session")
 def triage():
     """The incident-triage seed package, loaded once."""

@@ -14,22 +14,8 @@ from openadapt.designer.escalate import EscalationRequest, escalate
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMConfig
 from openadapt.envpkg.loader import resolve
-from openadapt.validator import Validator
 
 KEY = "sk-test-ESCALATE-77d1"
-
-
-@pytest.fixture(scope="module")
-def validator():
-    with Validator("bwrap", episodes=6) as v:
-        yield v
-
-
-@pytest.fixture
-def llm():
-    server = FakeOpenAI()
-    yield server
-    server.close()
 
 
 def llm_config(server: FakeOpenAI) -> LLMConfig:

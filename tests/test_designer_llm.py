@@ -13,22 +13,8 @@ from scripted_designs import NAME, design_reply
 from openadapt.designer.generate import FAILED_DIR, GenerateRequest, generate
 from openadapt.designer.llm import LLMConfig, LLMError
 from openadapt.designer.reply import parse_reply
-from openadapt.validator import Validator
 
 KEY = "sk-test-SECRET-3f9a1c"
-
-
-@pytest.fixture(scope="module")
-def validator():
-    with Validator("bwrap", episodes=6) as v:
-        yield v
-
-
-@pytest.fixture
-def llm():
-    server = FakeOpenAI()
-    yield server
-    server.close()
 
 
 def request(llm: FakeOpenAI, tmp_path: Path, **kw) -> GenerateRequest:
