@@ -73,10 +73,12 @@ def main() -> int:
           f"{warm.seconds if warm else 0:.1f} s, loss {warm.first_loss if warm else '-'} -> "
           f"{warm.final_loss if warm else '-'})", flush=True)
 
+    before_report = None
     with solver:
         if not args.skip_before:
             clock = time.monotonic()
-            before = solver.evaluate([1], args.eval_episodes).tier(1)
+            before_report = solver.evaluate([1], args.eval_episodes)
+            before = before_report.tier(1)
             budget.deadline += time.monotonic() - clock  # evaluation does not count against training
             print(f"untrained (after warm-up, before GRPO): held-out solve rate {before.solve_rate:.3f} "
                   f"(95% CI {before.solve_rate_ci95[0]:.3f}-{before.solve_rate_ci95[1]:.3f}), mean reward "
@@ -94,8 +96,12 @@ def main() -> int:
         grpo_s = time.monotonic() - clock
         training_s = built + grpo_s
         clock = time.monotonic()
-        after = solver.evaluate([1], args.eval_episodes).tier(1)
+        after_report = solver.evaluate([1], args.eval_episodes)
+        after = after_report.tier(1)
         eval_s = time.monotonic() - clock
+        # keep both evaluations with the run, so `openadapt report` shows them
+        recorded = summary.model_copy(update={"before": before_report, "after": after_report})
+        solver.run.write_summary(recorded.model_dump(mode="json"))
 
     rows = solver.run.metrics()
     width = max(10, len(rows) // 25 // 10 * 10)
