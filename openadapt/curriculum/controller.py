@@ -355,8 +355,7 @@ class Curriculum:
         self._clock = moment
 
     def _emit(self, kind: str, **fields: Any) -> None:
-        step = self.state.global_step if hasattr(self, "state") else 0
-        self.listener(self.events.append(kind, step, **fields))
+        self.listener(self.events.append(kind, self.state.global_step, **fields))
 
     def _log_tiers(self, step: int) -> None:
         row = {"step": step, "tier": self.state.tier, "episodes": self.state.episodes,
@@ -447,4 +446,4 @@ def _read_config(path: Path) -> CurriculumConfig:
 
 
 def _last_step(path: Path) -> int:
-    return max((r["step"] for r in read_jsonl(path)), default=0) if path.exists() else 0
+    return max((r["step"] for r in read_jsonl(path)), default=0)

@@ -119,10 +119,7 @@ def escalate(request: EscalationRequest, validator: Validator) -> EscalationResu
             write_package(files, stage)
             t1 = time.monotonic()
             report = _certify(validator, stage, request.target, tiers)
-            record.validation_s = round(time.monotonic() - t1, 3)
-            record.verdict = report.verdict.value
-            record.failing_checks = [c.check_id for c in report.failing]
-            (stage.parent / "validation.json").write_text(report.model_dump_json(indent=2))
+            record.note_validation(report, time.monotonic() - t1, stage.parent)
             if report.verdict == Verdict.PASS:
                 provenance.validation = report.summary()
                 provenance.validated_digest = provenance.content_digest = content_digest(files)

@@ -143,10 +143,7 @@ def generate(request: GenerateRequest, progress: Progress | None = None,
             report("validating", attempt, str(stage))
             t1 = time.monotonic()
             result = validator.validate(stage)
-            record.validation_s = round(time.monotonic() - t1, 3)
-            record.verdict = result.verdict.value
-            record.failing_checks = [c.check_id for c in result.failing]
-            (stage.parent / "validation.json").write_text(result.model_dump_json(indent=2))
+            record.note_validation(result, time.monotonic() - t1, stage.parent)
             if result.verdict == Verdict.PASS:
                 provenance.validation = result.summary()
                 provenance.validated_digest = content_digest(files)

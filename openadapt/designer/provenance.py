@@ -37,6 +37,13 @@ class AttemptRecord(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     retries: list[str] = Field(default_factory=list)
 
+    def note_validation(self, report: Any, seconds: float, folder: Path) -> None:
+        """Record a ValidationReport's verdict here and keep the full report as folder/validation.json."""
+        self.validation_s = round(seconds, 3)
+        self.verdict = report.verdict.value
+        self.failing_checks = [c.check_id for c in report.failing]
+        (folder / "validation.json").write_text(report.model_dump_json(indent=2))
+
 
 class Provenance(BaseModel):
     openadapt_version: str

@@ -9,6 +9,7 @@ templates shipped in the package; a completion must carry one JSON object that v
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,19 +31,24 @@ class ParsedCompletion:
         return self.error is None
 
 
-def _first_json_object(text: str) -> Any:
-    """The first decodable JSON object in `text` (raises ValueError when there is none)."""
+def json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object embedded in `text`, in order (prose and fences around them are skipped)."""
     decoder = json.JSONDecoder()
     start = text.find("{")
     while start != -1:
         try:
             value, _ = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
+            value = None
         if isinstance(value, dict):
-            return value
+            yield value
         start = text.find("{", start + 1)
+
+
+def _first_json_object(text: str) -> Any:
+    """The first decodable JSON object in `text` (raises ValueError when there is none)."""
+    for value in json_objects(text):
+        return value
     raise ValueError("no JSON object found in the reply")
 
 

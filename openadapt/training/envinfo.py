@@ -13,6 +13,7 @@ from openadapt.envpkg.loader import PackageRef, load
 from openadapt.envpkg.textenv import TextEnv
 from openadapt.errors import OpenAdaptError
 from openadapt.kit.policy import _WORD, RandomPolicy
+from openadapt.kit.protocol import json_objects
 
 
 class TrainingError(OpenAdaptError):
@@ -62,17 +63,8 @@ def _rounded(value: Any) -> Any:
 
 def schema_from_prompt(system_prompt: str) -> dict[str, Any] | None:
     """The action schema as the system prompt shows it (the manifest's system template receives it)."""
-    decoder = json.JSONDecoder()
-    start = system_prompt.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(system_prompt, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict) and isinstance(value.get("properties"), dict):
-            return value
-        start = system_prompt.find("{", start + 1)
-    return None
+    return next((value for value in json_objects(system_prompt) if isinstance(value.get("properties"), dict)),
+                None)
 
 
 def action_schema(ref: PackageRef, system_prompt: str) -> dict[str, Any]:
