@@ -75,14 +75,21 @@ def info(package: PackageArg) -> None:
     ref = resolve(package)
     s = ref.manifest.openadapt
     table = Table(title=f"{ref.label}", show_header=False)
+    if s.mechanics is None:
+        mechanics = [("family", s.family), ("domain", s.domain)]
+        trusted = "yes (data only: openadapt's own engine runs its domain)"
+    else:
+        m = s.mechanics
+        mechanics = [("environment", m.environment), ("action", m.action), ("observation", m.observation),
+                     ("oracle", m.policies.oracle), ("heuristic", m.policies.heuristic or "-")]
+        trusted = "yes (openadapt seed)" if ref.seed else "no: its own code runs only in the sandbox or with --trust"
     for key, value in (
-        ("task", s.task), ("environment", s.environment), ("action", s.action), ("observation", s.observation),
+        ("task", s.task), ("format", f"v{s.format_version}"), *mechanics,
         ("ECI tiers", ", ".join(map(str, s.eci_tiers))),
         ("step budget", ", ".join(f"ECI {t}: {b}" for t, b in sorted(s.step_budget.items()))),
         ("reward range", f"{s.reward_range[0]} .. {s.reward_range[1]}"),
-        ("oracle", s.policies.oracle), ("heuristic", s.policies.heuristic or "-"),
-        ("malformed completion", f"reward {s.text_protocol.malformed_reward}, consumes a step"),
-        ("trusted", "yes (openadapt seed)" if ref.trusted else "no (runs only in the sandbox or with --trust)"),
+        ("malformed completion", f"reward {s.malformed_reward}, consumes a step"),
+        ("trusted", trusted),
     ):
         table.add_row(key, str(value))
     out.print(table)
@@ -126,7 +133,7 @@ def eval_(
     """Solve rate (binary `solved`) and mean reward per tier for a reference policy or a trained model."""
     from rich.progress import Progress
 
-    from openadapt.evaluation import EVAL_SEED_START, evaluate
+    from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate
 
     if log_format not in ("table", "openenv"):
         raise typer.BadParameter(f"{log_format!r}: choose table or openenv", param_hint="--log-format")
@@ -453,7 +460,7 @@ def play(
 ) -> None:
     """Play one episode by hand: you see the prompt an LLM sees and type its reply (a JSON action)."""
     from openadapt.envpkg.loader import load
-    from openadapt.play import PlaySession
+    from openadapt.envpkg.play import PlaySession
 
     session = PlaySession(load(package, trust=trust), eci, seed)
     out.rule("system prompt")

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from openadapt.envpkg.loader import SEEDS_DIR, load
-from openadapt.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
+from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.kit import MALFORMED_KEY, Policy
 from openadapt.seed_envs.daily_report.models import ReportAction
 from openadapt.seed_envs.daily_report.server import downloads

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from openadapt.envpkg.loader import SEEDS_DIR, load
-from openadapt.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
+from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.kit import ChaosEvent, ChaosSchedule
 from openadapt.kit.policy import policy_rng
 from openadapt.seed_envs.enterprise_workflow.models import WorkflowAction

@@ -3,7 +3,6 @@ from typing import Literal
 
 import pytest
 
-from openadapt.envpkg.manifest import OpenAdaptSection
 from openadapt.kit import (
     AgentAction,
     AgentObservation,
@@ -12,8 +11,9 @@ from openadapt.kit import (
     RewardComponents,
     ShapedEnvironment,
 )
+from openadapt.kit.section import PackageSection
 
-SECTION = OpenAdaptSection.model_validate({
+SECTION = PackageSection.model_validate({
     "task": "test", "environment": "env:Env", "action": "env:Act", "observation": "env:Obs", "eci_tiers": [1],
     "step_budget": {1: 5}, "reward_range": [-1.0, 1.0], "solved_reward": 0.9, "invalid_action_reward": -0.1,
     "policies": {"oracle": "env:Oracle"},
@@ -31,10 +31,7 @@ class Obs(AgentObservation):
 
 class Env(ShapedEnvironment[Act, Obs]):
     observation_type = Obs
-
-    @classmethod
-    def package_section(cls):
-        return SECTION
+    section = SECTION
 
     def build_rubric(self):
         return RewardComponents(RewardComponent("done", 0.0, 1.0, lambda a, o: 1.0))

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from openadapt.cli import app
 from openadapt.validator import SandboxUnavailable, Validator, Verdict
 from openadapt.validator.report import CheckResult, SandboxInfo, Status, ValidationReport
-from openadapt.validator.sandbox import bwrap
-from openadapt.validator.sandbox.docker import PACKAGE_MOUNT, connect, container_spec
+from openadapt.sandbox import bwrap
+from openadapt.sandbox.docker import PACKAGE_MOUNT, connect, container_spec
 from openadapt.validator.service import make_sandbox
 
 FIXTURE = Path(__file__).parent / "fixtures" / "guess_env"

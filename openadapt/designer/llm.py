@@ -1,28 +1,30 @@
-"""The LLM backend: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server, a
-hosted router) through the `openai` client.
+"""The endpoint backend: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server, a
+hosted router) through the `openai` client. It meets `openadapt.designer.chat.ChatBackend`.
 
 Configuration comes from flags or the environment: `OPENADAPT_BASE_URL` (or `OPENAI_BASE_URL`),
 `OPENADAPT_MODEL`, `OPENADAPT_API_KEY` (or `OPENAI_API_KEY`). The key is held in memory only: it is never written
-to provenance, logs, reports or the sandbox.
+to provenance, logs, reports or the sandbox (`LLMConfig` excludes it from serialisation and `describe()` omits it).
+
+Schema-constrained replies: `complete(..., schema=S)` sends OpenAI's structured-output form
+`{"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}` by default; `schema_format="json_object"`
+sends `{"type": "json_object", "schema": S}` instead, the form llama.cpp's server (llama-cpp-python) accepts.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
-from dataclasses import dataclass, field
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from openadapt.errors import OpenAdaptError, UsageError
+from openadapt.designer.chat import BackendInfo, Completion, LLMError, Message, Sampling, Usage
+from openadapt.errors import UsageError
+
+__all__ = ["Completion", "LLMClient", "LLMConfig", "LLMError", "Usage"]
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
-
-
-class LLMError(OpenAdaptError):
-    """The endpoint refused or failed; the message says what to check."""
-
-    exit_code = 4
 
 
 class LLMConfig(BaseModel):
@@ -35,7 +37,11 @@ class LLMConfig(BaseModel):
     max_retries: int = 4
     backoff_s: float = 1.0
     temperature: float = 0.2
-    max_tokens: int = 8192
+    top_p: float | None = None  # sent only when set
+    seed: int | None = None  # sent only when set (endpoints that honour it repeat a reply)
+    max_tokens: int = 8192  # the default per call; `complete(max_tokens=)` overrides it
+    schema_format: Literal["json_schema", "json_object"] = "json_schema"
+    schema_strict: bool = True  # OpenAI's strict mode needs every property required, additionalProperties false
 
     @classmethod
     def from_env(cls, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
@@ -51,26 +57,6 @@ class LLMConfig(BaseModel):
         return cls(base_url=base_url or "https://api.openai.com/v1", model=model, api_key=key, **overrides)
 
 
-class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-
-    def add(self, other: Usage) -> None:
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.total_tokens += other.total_tokens
-
-
-@dataclass
-class Completion:
-    text: str
-    finish_reason: str | None
-    usage: Usage
-    duration_s: float
-    retries: list[str] = field(default_factory=list)  # why each retry happened
-
-
 class LLMClient:
     """Chat completions with timeouts and retries (exponential backoff on 429/5xx/connection errors)."""
 
@@ -83,14 +69,28 @@ class LLMClient:
         self._client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key or "not-needed",
                                      timeout=config.timeout_s, max_retries=0)
 
-    def complete(self, messages: list[dict[str, str]]) -> Completion:
+    def describe(self) -> BackendInfo:
+        c = self.config
+        return BackendInfo(kind="endpoint", model=c.model, base_url=c.base_url,
+                           sampling=Sampling(temperature=c.temperature, top_p=c.top_p, seed=c.seed,
+                                             max_tokens=c.max_tokens))
+
+    def complete(self, messages: list[Message], *, schema: dict | None = None,
+                 max_tokens: int | None = None) -> Completion:
         started = time.monotonic()
         retries: list[str] = []
+        extra: dict = {}
+        if self.config.top_p is not None:
+            extra["top_p"] = self.config.top_p
+        if self.config.seed is not None:
+            extra["seed"] = self.config.seed
+        if schema is not None:
+            extra["response_format"] = self._response_format(schema)
         for attempt in range(self.config.max_retries + 1):
             try:
                 response = self._client.chat.completions.create(
                     model=self.config.model, messages=messages, temperature=self.config.temperature,
-                    max_tokens=self.config.max_tokens)
+                    max_tokens=max_tokens or self.config.max_tokens, **extra)
             except self._openai.APIStatusError as exc:
                 status = exc.status_code
                 if status == 401:
@@ -110,15 +110,31 @@ class LLMClient:
             else:
                 choice = response.choices[0]
                 usage = response.usage
+                duration = time.monotonic() - started
+                completion_tokens = getattr(usage, "completion_tokens", 0) or 0
                 return Completion(
                     text=choice.message.content or "", finish_reason=choice.finish_reason,
                     usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                                completion_tokens=completion_tokens,
                                 total_tokens=getattr(usage, "total_tokens", 0) or 0),
-                    duration_s=round(time.monotonic() - started, 3), retries=retries,
+                    duration_s=round(duration, 3), retries=retries, constrained=schema is not None,
+                    # Network and queueing included: an endpoint does not report its generation time.
+                    tokens_per_s=round(completion_tokens / duration, 2) if duration > 0 and completion_tokens else None,
                 )
             time.sleep(self.config.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
+
+    def _response_format(self, schema: dict) -> dict:
+        if self.config.schema_format == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": _schema_name(schema), "schema": schema,
+                                                       "strict": self.config.schema_strict}}
+
+
+def _schema_name(schema: dict) -> str:
+    """OpenAI wants a name of [a-zA-Z0-9_-]{1,64}: the schema's title when it has one."""
+    name = re.sub(r"[^a-zA-Z0-9_-]+", "_", str(schema.get("title") or "reply")).strip("_")
+    return (name or "reply")[:64]
 
 
 def _short(exc: Exception) -> str:

@@ -1,8 +1,9 @@
 """Find an environment package (`PATH` or `seed:NAME`) and load its classes.
 
-Loading imports package code into this process. openadapt's own seed packages are trusted; any other package
-is untrusted generated code and is only imported here when the caller explicitly opts in (`trust=True`,
-`--trust` on the CLI). Otherwise it must run inside the validator's sandbox.
+A *family* package (format v2 without `mechanics:`) carries data only: loading it reads its `domain.yaml` into
+openadapt's own engine and imports none of the package's files, so it runs anywhere (it is trusted like a seed).
+A package with its own mechanics (v1, or v2 `custom/` code) is untrusted generated code: it is imported here only
+when the caller explicitly opts in (`trust=True`, `--trust` on the CLI); otherwise it runs in the sandbox.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from openadapt.envpkg.manifest import PackageManifest, parse_manifest
+from openadapt.kit.section import PackageSection
 from openadapt.errors import ManifestError, UntrustedPackageError, UsageError
 
 SEED_PREFIX = "seed:"
@@ -33,7 +35,16 @@ class PackageRef:
 
     root: Path
     manifest: PackageManifest
-    trusted: bool
+    seed: bool
+
+    @property
+    def data_only(self) -> bool:
+        """A family package: no code of its own runs when it is loaded."""
+        return self.manifest.openadapt.mechanics is None
+
+    @property
+    def trusted(self) -> bool:
+        return self.seed or self.data_only
 
     @property
     def name(self) -> str:
@@ -41,7 +52,7 @@ class PackageRef:
 
     @property
     def label(self) -> str:
-        return f"seed:{self.name}" if self.trusted else str(self.root)
+        return f"seed:{self.name}" if self.seed else str(self.root)
 
 
 def resolve(ref: str) -> PackageRef:
@@ -51,35 +62,59 @@ def resolve(ref: str) -> PackageRef:
         if name not in seed_names():
             raise UsageError(f"unknown seed {name!r}; available seeds: {', '.join(seed_names())}")
         root = SEEDS_DIR / name
-        return PackageRef(root, parse_manifest(root), trusted=True)
+        return PackageRef(root, parse_manifest(root), seed=True)
     root = Path(ref).expanduser()
     if not root.exists():
         raise UsageError(f"{ref}: no such directory (expected a package directory or seed:NAME)")
     if not root.is_dir():
         raise UsageError(f"{ref}: not a directory (expected a package directory or seed:NAME)")
     root = root.resolve()
-    return PackageRef(root, parse_manifest(root), trusted=root.parent == SEEDS_DIR)
+    return PackageRef(root, parse_manifest(root), seed=root.parent == SEEDS_DIR)
 
 
 class LoadedPackage:
-    """The classes and text protocol of an imported package."""
+    """The classes and text protocol of a package, ready to make environments."""
 
-    def __init__(self, ref: PackageRef, module_prefix: str):
+    def __init__(self, ref: PackageRef, prefix: str | None = None):
         self.ref = ref
-        self._prefix = module_prefix
+        self.family = None  # the BoundFamily of a family package
         section = ref.manifest.openadapt
-        self.env_cls = self._attr(section.environment)
-        self.action_cls = self._attr(section.action)
-        self.observation_cls = self._attr(section.observation)
-        self.oracle_cls = self._attr(section.policies.oracle)
-        self.heuristic_cls = self._attr(section.policies.heuristic) if section.policies.heuristic else None
+        if section.mechanics is None:
+            self._bind_family(section)
+        else:
+            self._import_mechanics(section, prefix or module_prefix(ref))
         try:
             self.action_cls.model_validate({})
         except Exception as exc:
-            raise ManifestError(
-                f"{ref.label}: action class {section.action} must validate from an empty payload "
-                f"(give every field a default): {exc}"
-            ) from None
+            raise ManifestError(f"{ref.label}: the action class must validate from an empty payload (give every "
+                                f"field a default): {exc}") from None
+
+    def _bind_family(self, section: PackageSection) -> None:
+        from openadapt.families import get_family
+        from openadapt.families.yamlio import read_domain_file
+
+        family = get_family(section.family_name, section.family_version)
+        source = self.ref.root / section.domain
+        domain = family.parse_domain(read_domain_file(source), source=f"{self.ref.label}: {section.domain}")
+        self.family = family.bind(domain, section)
+        self.env_cls = self.family.env_cls
+        self.action_cls = self.family.action_cls
+        self.observation_cls = self.family.observation_cls
+        self.oracle_cls = family.oracle
+        self.heuristic_cls = family.heuristic
+        self._templates = (family.prompts, "system.j2", "observation.j2")
+        self._context = self.family.context
+
+    def _import_mechanics(self, section: PackageSection, prefix: str) -> None:
+        self._prefix = prefix
+        m = section.mechanics
+        self.env_cls = self._attr(m.environment).bind(section)
+        self.action_cls = self._attr(m.action)
+        self.observation_cls = self._attr(m.observation)
+        self.oracle_cls = self._attr(m.policies.oracle)
+        self.heuristic_cls = self._attr(m.policies.heuristic) if m.policies.heuristic else None
+        self._templates = (self.ref.root, m.text_protocol.system_template, m.text_protocol.observation_template)
+        self._context = self.env_cls.prompt_context()
 
     def _attr(self, spec: str) -> Any:
         module_name, attr = spec.split(":")
@@ -94,23 +129,22 @@ class LoadedPackage:
             raise ManifestError(f"{self.ref.label}: module {module_name!r} has no {attr!r}") from None
 
     @property
-    def section(self):
+    def section(self) -> PackageSection:
         return self.ref.manifest.openadapt
 
     @cached_property
     def protocol(self):
         from openadapt.kit.protocol import TextProtocol
 
-        tp = self.section.text_protocol
-        return TextProtocol(self.ref.root, tp.system_template, tp.observation_template, self.action_cls,
-                            context=self.env_cls.prompt_context())
+        root, system, observation = self._templates
+        return TextProtocol(root, system, observation, self.action_cls, context=self._context)
 
     def make_env(self):
         return self.env_cls()
 
 
 def module_prefix(ref: PackageRef) -> str:
-    if ref.root.parent == SEEDS_DIR:
+    if ref.seed:
         return f"openadapt.seed_envs.{ref.name}"
     digest = hashlib.sha1(str(ref.root).encode()).hexdigest()[:10]
     prefix = f"openadapt_pkg_{ref.name}_{digest}"
@@ -132,7 +166,7 @@ def load(ref: PackageRef | str, *, trust: bool = False) -> LoadedPackage:
         ref = resolve(ref)
     if not ref.trusted and not trust:
         raise UntrustedPackageError(
-            f"{ref.label} is not one of openadapt's seed packages, so its code is untrusted: validate it in the "
-            "sandbox (`openadapt validate`) or pass --trust to run it in this process"
+            f"{ref.label} ships its own mechanics code, which is untrusted: validate it in the sandbox "
+            "(`openadapt validate`) or pass --trust to run it in this process"
         )
-    return LoadedPackage(ref, module_prefix(ref))
+    return LoadedPackage(ref)

@@ -1,120 +1,23 @@
-"""The `openadapt:` section of an environment package's `openenv.yaml`.
+"""Reading an environment package's `openenv.yaml`: OpenEnv's fields plus openadapt's section.
 
-OpenEnv's own `validation:` block says what OpenEnv's validator needs; this section says what openadapt's
-stages need: which classes to load, the ECI tiers and their step budgets, the oracle and reference policies,
-and the text protocol an LLM agent speaks. It is parsed without importing any package code.
+OpenEnv's own `validation:` block says what OpenEnv's validator needs; the `openadapt:` section (its model is
+`openadapt.kit.section.PackageSection`) says what openadapt's stages need. It is parsed without importing any
+package code.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from openadapt.errors import ManifestError
+from openadapt.kit.section import PackageSection
 
 MANIFEST_FILE = "openenv.yaml"
-FORMAT_VERSION = 1
-ECI_TIERS = (1, 2, 3, 4, 5)
-
-# "module.path:Attribute", module relative to the package root (e.g. "server.triage_environment:TriageEnv").
-_REF = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_]\w*$")
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _check_ref(value: str) -> str:
-    if not _REF.match(value):
-        raise ValueError(f"{value!r} is not of the form 'module.path:Name' (module relative to the package)")
-    return value
-
-
-class TextProtocol(_Strict):
-    """How an LLM agent talks to the environment."""
-
-    system_template: str = Field(description="jinja2 template (package-relative) for the system prompt")
-    observation_template: str = Field(description="jinja2 template (package-relative) rendering one observation")
-    action_format: Literal["json"] = Field(
-        default="json", description="a completion carries one JSON object that validates as the action class"
-    )
-    malformed_reward: float = Field(
-        description="reward for a completion that does not parse into an action; it consumes a step"
-    )
-
-    @field_validator("system_template", "observation_template")
-    @classmethod
-    def _relative(cls, value: str) -> str:
-        path = Path(value)
-        if path.is_absolute() or ".." in path.parts:
-            raise ValueError(f"{value!r} must be a path inside the package")
-        return value
-
-
-class Policies(_Strict):
-    """Reference policies shipped with the package (each `module:Class`, constructed with no arguments)."""
-
-    oracle: str = Field(description="privileged reference policy that must solve every tier")
-    heuristic: str | None = Field(default=None, description="shallow non-privileged baseline")
-
-    _oracle = field_validator("oracle")(_check_ref)
-
-    @field_validator("heuristic")
-    @classmethod
-    def _heuristic_ref(cls, value: str | None) -> str | None:
-        return None if value is None else _check_ref(value)
-
-
-class OpenAdaptSection(_Strict):
-    """Everything openadapt's designer, validator, trainer and curriculum read from a package."""
-
-    format_version: Literal[1] = FORMAT_VERSION
-    task: str = Field(min_length=1, description="one-line statement of the task the agent solves")
-    environment: str = Field(description="environment class, e.g. 'server.triage_environment:TriageEnvironment'")
-    action: str = Field(description="action class, e.g. 'models:TriageAction'")
-    observation: str = Field(description="observation class, e.g. 'models:TriageObservation'")
-    eci_tiers: list[int] = Field(min_length=1, description="supported Environment Complexity Index tiers")
-    step_budget: dict[int, int] = Field(description="maximum steps per episode, per tier")
-    reward_range: tuple[float, float] = Field(description="range of every per-step reward")
-    solved_reward: float = Field(description="terminal reward at or above which the oracle counts as maxed")
-    invalid_action_reward: float = Field(description="reward for a schema-valid action the environment rejects")
-    policies: Policies
-    text_protocol: TextProtocol
-
-    _refs = field_validator("environment", "action", "observation")(_check_ref)
-
-    @field_validator("eci_tiers")
-    @classmethod
-    def _tiers(cls, tiers: list[int]) -> list[int]:
-        bad = [t for t in tiers if t not in ECI_TIERS]
-        if bad:
-            raise ValueError(f"tiers {bad} are outside 1-5")
-        if len(set(tiers)) != len(tiers) or tiers != sorted(tiers):
-            raise ValueError("tiers must be listed once each, in increasing order")
-        return tiers
-
-    @model_validator(mode="after")
-    def _consistent(self) -> OpenAdaptSection:
-        low, high = self.reward_range
-        if not low < high:
-            raise ValueError(f"reward_range must be increasing, got {list(self.reward_range)}")
-        missing = [t for t in self.eci_tiers if t not in self.step_budget]
-        if missing:
-            raise ValueError(f"step_budget has no entry for tiers {missing}")
-        for tier, budget in self.step_budget.items():
-            if budget < 1:
-                raise ValueError(f"step_budget[{tier}] must be at least 1")
-        for name in ("invalid_action_reward", "solved_reward"):
-            value = getattr(self, name)
-            if not low <= value <= high:
-                raise ValueError(f"{name} {value} lies outside reward_range {list(self.reward_range)}")
-        if not low <= self.text_protocol.malformed_reward <= high:
-            raise ValueError("text_protocol.malformed_reward lies outside reward_range")
-        return self
 
 
 class PackageManifest(BaseModel):
@@ -125,7 +28,7 @@ class PackageManifest(BaseModel):
     name: str
     version: str | None = None
     app: str
-    openadapt: OpenAdaptSection
+    openadapt: PackageSection
     raw: dict[str, Any] = Field(repr=False)
 
     @field_validator("name")

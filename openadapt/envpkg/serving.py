@@ -25,3 +25,16 @@ def create_package_app(root: Path | str, max_sessions: int = DEFAULT_MAX_SESSION
     if routes is not None:
         app.include_router(routes)
     return app
+
+
+def serve_main(app, argv: list[str] | None = None) -> None:
+    """`python -m server.app [--host H] [--port P]` for a package's own app."""
+    import argparse
+
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description="Serve this OpenEnv environment (HTTP + WebSocket /ws).")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    uvicorn.run(app, host=args.host, port=args.port)

@@ -3,7 +3,8 @@
 This is the interface the trainer, the evaluator of model policies and the curriculum use. A `TextEnv` turns
 observations into prompts and completions into actions with the package's own templates and action class, and
 steps the environment. Trusted seed packages run in this process (`LocalTextEnv`); untrusted generated packages
-run in a sandbox process (`openadapt.validator.remote.SandboxedTextEnvs`) and are never imported here.
+run in a sandbox process (`openadapt.sandbox.remote.SandboxedTextEnvs`) and are never imported here;
+`openadapt.training.pool.TextEnvPool` picks one or the other.
 """
 
 from __future__ import annotations
@@ -56,38 +57,3 @@ class LocalTextEnv:
     def step(self, completion: str) -> TextStep:
         parsed = self.pkg.protocol.parse(completion)
         return text_step(self.pkg.protocol, self.env.step(parsed.action), parsed.error)
-
-
-class TextEnvPool:
-    """`n` text environments of one package: in this process for trusted seeds (or with `trust=True`), in a
-    sandbox process otherwise. Use as a context manager; `.envs` are the environments."""
-
-    def __init__(self, ref: str, n: int, *, trust: bool = False, sandbox: str = "auto"):
-        from openadapt.envpkg.loader import load, resolve
-
-        package = resolve(ref)
-        self.label = package.label
-        self.section = package.manifest.openadapt
-        self._remote = None
-        if package.trusted or trust:
-            pkg = load(package, trust=True)
-            self.envs: list[TextEnv] = [LocalTextEnv(pkg) for _ in range(n)]
-            self.isolated = False
-            self.in_process = True
-        else:
-            from openadapt.validator.remote import SandboxedTextEnvs
-
-            self._remote = SandboxedTextEnvs(package.root, n, sandbox=sandbox)
-            self.envs = list(self._remote.envs)
-            self.isolated = self._remote.isolated
-            self.in_process = False
-
-    def close(self) -> None:
-        if self._remote is not None:
-            self._remote.close()
-
-    def __enter__(self) -> TextEnvPool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -14,11 +14,56 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 T = TypeVar("T")
+
+TIERS: tuple[int, ...] = (1, 2, 3, 4, 5)
+MIN_TIER, MAX_TIER = TIERS[0], TIERS[-1]
+
+
+def tier_problem(value: object) -> str | None:
+    """Why `value` is not an ECI tier (None when it is one): the one wording every stage uses."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"ECI tier {value!r} is not a whole number (tiers run {MIN_TIER}-{MAX_TIER})"
+    if value not in TIERS:
+        return f"ECI tier {value} is outside {MIN_TIER}-{MAX_TIER}"
+    return None
+
+
+def check_tier(value: int) -> int:
+    problem = tier_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# The one type of an ECI tier, for every pydantic model and signature that holds one.
+Tier = Annotated[int, AfterValidator(check_tier),
+                 WithJsonSchema({"type": "integer", "minimum": MIN_TIER, "maximum": MAX_TIER})]
+
+
+def parse_tiers(text: str) -> list[int]:
+    """`"3"`, `"1,3,5"`, `"2-4"` or `"all"` -> sorted tiers; ValueError with the one wording otherwise."""
+    text = text.strip().lower()
+    if text == "all":
+        return list(TIERS)
+    tiers: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        low, _, high = part.partition("-")
+        try:
+            bounds = (int(low), int(high or low))
+        except ValueError:
+            raise ValueError(f"{part!r} is not an ECI tier: use {MIN_TIER}-{MAX_TIER}, a list like 1,3,5, "
+                             "a range like 2-4, or 'all'") from None
+        for bound in bounds:
+            check_tier(bound)
+        tiers.update(range(bounds[0], bounds[1] + 1))
+    if not tiers:
+        raise ValueError(f"no ECI tier given: use {MIN_TIER}-{MAX_TIER}, a list like 1,3,5, or 'all'")
+    return sorted(tiers)
 
 TIER_MEANINGS: dict[int, str] = {
     1: "base task, clean observations",
@@ -34,7 +79,7 @@ class TierProfile(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    eci: int = Field(ge=1, le=5)
+    eci: Tier
     noise: float = Field(ge=0.0, le=1.0, description="chance a field is perturbed")
     drop: float = Field(ge=0.0, le=1.0, description="chance an unprotected field is withheld")
     distractors: int = Field(ge=0, description="misleading items injected into the context")

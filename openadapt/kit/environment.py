@@ -12,26 +12,27 @@ metadata contract. A subclass writes four hooks:
 and `oracle_view()` to hand privileged state to its oracle (never served over the wire). Optional:
 `secret_values()` (checked by the validator for leakage), `prompt_context()` (static facts for the prompt
 templates) and `http_routes()` (extra HTTP routes, e.g. a file download).
+
+The package facts (tiers, step budgets, rewards) come from the package's manifest section, which the loader
+binds to the class (`bind(section)` returns a subclass); the kit never reads files.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 import random
 import secrets
 import uuid
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from openenv.core.env_server.interfaces import Environment
 
-from openadapt.envpkg.manifest import MANIFEST_FILE, OpenAdaptSection, parse_manifest
 from openadapt.kit.eci import DEFAULT_PROFILES, Perturber, TierProfile
 from openadapt.kit.models import MALFORMED_KEY, AgentAction, AgentObservation, EpisodeState
 from openadapt.kit.rewards import RewardComponents
+from openadapt.kit.section import PackageSection
 
 ActT = TypeVar("ActT", bound=AgentAction)
 ObsT = TypeVar("ObsT", bound=AgentObservation)
@@ -47,14 +48,6 @@ class Outcome:
     solved: bool = False
 
 
-def _find_manifest(cls: type) -> Path:
-    here = Path(inspect.getfile(cls)).resolve().parent
-    for folder in (here, *here.parents):
-        if (folder / MANIFEST_FILE).is_file():
-            return folder
-    raise FileNotFoundError(f"no {MANIFEST_FILE} above {here} for {cls.__name__}")
-
-
 class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, ObsT]):
     """Base class; see the module docstring for the hooks a domain implements."""
 
@@ -62,15 +55,17 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
     observation_type: ClassVar[type[AgentObservation]]
     tier_profiles: ClassVar[dict[int, TierProfile]] = DEFAULT_PROFILES
     solve_rate_window: ClassVar[int] = 50
-    _section_cache: ClassVar[dict[type, OpenAdaptSection]] = {}
+    section: ClassVar[PackageSection | None] = None
 
     def __init__(self) -> None:
+        if self.section is None:
+            raise TypeError(f"{type(self).__name__} has no package section: load it through "
+                            "openadapt.envpkg.loader (which binds the manifest), or call bind(section) first")
         super().__init__(rubric=self.build_rubric())
-        self.manifest = self.package_section()
         self._solved_history: deque[bool] = deque(maxlen=self.solve_rate_window)
         self._state = EpisodeState(episode_id=None, step_count=0)
         self._final: ObsT | None = None
-        self.tier: TierProfile = self.tier_profiles[self.manifest.eci_tiers[0]]
+        self.tier: TierProfile = self.tier_profiles[self.section.eci_tiers[0]]
         self.perturb = Perturber(random.Random(0), self.tier)
 
     # ---- domain hooks -------------------------------------------------------------------------------
@@ -102,11 +97,13 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
 
     # ---- package facts ------------------------------------------------------------------------------
     @classmethod
-    def package_section(cls) -> OpenAdaptSection:
-        """The `openadapt:` section of this environment's own manifest (read once per class)."""
-        if cls not in cls._section_cache:
-            cls._section_cache[cls] = parse_manifest(_find_manifest(cls)).openadapt
-        return cls._section_cache[cls]
+    def bind(cls, section: PackageSection, **attributes: Any) -> type[OpenAdaptEnvironment]:
+        """A subclass of this environment bound to one package's manifest section (and, for a family engine,
+        its domain and model classes): what OpenEnv's server builds sessions from. Each call returns a fresh
+        subclass; the class itself is never mutated."""
+        namespace = {"section": section, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                     **attributes}
+        return type(cls.__name__, (cls,), namespace)
 
     @classmethod
     def prompt_context(cls) -> dict[str, Any]:
@@ -122,9 +119,9 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
         self, seed: int | None = None, episode_id: str | None = None, eci: int = 1, **kwargs: Any
     ) -> ObsT:
         # Validate every argument before touching the running episode.
-        if isinstance(eci, bool) or eci not in self.manifest.eci_tiers:
+        if isinstance(eci, bool) or eci not in self.section.eci_tiers:
             raise ValueError(
-                f"eci={eci!r} is not a supported tier; this environment supports {self.manifest.eci_tiers}"
+                f"eci={eci!r} is not a supported tier; this environment supports {self.section.eci_tiers}"
             )
         if seed is None:
             seed = secrets.randbelow(2**31)
@@ -138,7 +135,7 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
             step_count=0,
             eci=eci,
             seed=seed,
-            step_budget=self.manifest.step_budget[eci],
+            step_budget=self.section.step_budget[eci],
         )
         self._final = None
         self._reset_rubric()
@@ -157,10 +154,10 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
         if malformed:
             outcome = Outcome(feedback=f"Your reply could not be parsed as an action: {malformed}",
                               error="malformed_completion")
-            reward = self.manifest.text_protocol.malformed_reward
+            reward = self.section.malformed_reward
         else:
             outcome = self.apply(action)
-            reward = self.manifest.invalid_action_reward if outcome.error else 0.0
+            reward = self.section.invalid_action_reward if outcome.error else 0.0
         termination = "agent"
         if not outcome.terminal and self._state.step_count >= self._state.step_budget:
             outcome.terminal = True
@@ -172,7 +169,7 @@ class OpenAdaptEnvironment(Environment[ActT, ObsT, EpisodeState], Generic[ActT, 
 
     # ---- internals ----------------------------------------------------------------------------------
     def _observation(self, outcome: Outcome, reward: float, termination: str = "agent") -> ObsT:
-        low, high = self.manifest.reward_range
+        low, high = self.section.reward_range
         reward = min(high, max(low, reward))
         if not math.isfinite(reward):
             raise ValueError(f"non-finite reward {reward}")

@@ -35,7 +35,7 @@ class ShapedEnvironment(OpenAdaptEnvironment[ActT, ObsT], Generic[ActT, ObsT]):
     def price_rejection(self, total: float, reason: str) -> None:
         """Make this rejected step's reward `total` in all; call it for an `Outcome` that carries an error. The
         ledger books the whole price under `reason` (what the reason cost), not just the difference."""
-        self._pending_shaping += total - self.manifest.invalid_action_reward
+        self._pending_shaping += total - self.section.invalid_action_reward
         self._book(reason, total)
 
     def _book(self, reason: str, amount: float) -> None:

@@ -1,5 +1,5 @@
 """GRPO solver: trains an LLM agent on a package through its text protocol with TRL, and evaluates it on
-held-out seeds (`openadapt.evaluation.EVAL_SEED_START` and above are never used for training).
+held-out seeds (`openadapt.envpkg.evaluation.EVAL_SEED_START` and above are never used for training).
 
 Modules: `config` (TrainConfig), `solver` (Solver, TrainSummary: the API the curriculum builds on), `episodes`
 (training seeds, TierPlan, EpisodeOutcome), `grpo` (TRL's rollout_func and the reward function), `rollout`

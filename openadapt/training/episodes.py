@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from openadapt.evaluation import EVAL_SEED_START
+from openadapt.envpkg.evaluation import EVAL_SEED_START
 
 
 def training_seed(run_seed: int, index: int) -> int:

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from openadapt.envpkg.loader import PackageRef
-from openadapt.envpkg.textenv import TextEnvPool
+from openadapt.training.pool import TextEnvPool
 from openadapt.training.config import TrainConfig
 from openadapt.training.envinfo import TrainingError, action_schema, sample_env
 from openadapt.training.warmup import WarmupResult, format_warmup

@@ -44,8 +44,8 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, Field
 
 from openadapt.envpkg.loader import resolve
-from openadapt.envpkg.textenv import TextEnvPool
-from openadapt.evaluation import EvalReport
+from openadapt.training.pool import TextEnvPool
+from openadapt.envpkg.evaluation import EvalReport
 from openadapt.training.callbacks import MetricsWriter, SaveOnStop, graceful_interrupt
 from openadapt.training.config import TrainConfig, WandbMode
 from openadapt.training.envinfo import TrainingError
@@ -113,7 +113,7 @@ def _require_valid(root: Any, config: TrainConfig) -> None:
     """Refuse to train on a package that fails openadapt's validator (run in the sandbox)."""
     from openadapt.validator import validate
 
-    report = validate(root, list(config.eci), sandbox="process" if config.sandbox == "process" else "auto")
+    report = validate(root, list(config.eci), sandbox=config.sandbox)
     if report.exit_code != 0:
         failing = ", ".join(c.check_id for c in report.failing[:6]) or report.verdict.value
         raise TrainingError(f"{root} fails validation ({report.verdict.value}: {failing}); fix it (`openadapt "

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from openadapt.sandbox.base import SandboxInfo
+
 
 class Status(StrEnum):
     PASS = "pass"
@@ -35,15 +37,6 @@ class CheckResult(BaseModel):
     remediation: str | None = None
     traceback: str | None = Field(default=None, description="frames in the package's own files, trimmed")
     duration_s: float = 0.0
-
-
-class SandboxInfo(BaseModel):
-    backend: str
-    isolated: bool
-    uid: int | None = None
-    network: str = "none"
-    limits: dict[str, Any] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
 
 
 class ValidationReport(BaseModel):

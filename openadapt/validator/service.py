@@ -14,21 +14,19 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
 
 from openadapt import __version__
 from openadapt.envpkg.manifest import MANIFEST_FILE
-from openadapt.validator.report import CheckResult, SandboxInfo, Status, ValidationReport, Verdict
-from openadapt.validator.sandbox.base import Sandbox, SandboxUnavailable, WorkerDied, WorkerHandle
+from openadapt.sandbox import SandboxChoice, SandboxInfo, make_sandbox, stage_package
+from openadapt.sandbox.base import WorkerDied, WorkerHandle
+from openadapt.validator.report import CheckResult, Status, ValidationReport, Verdict
 
-SandboxChoice = Literal["auto", "docker", "bwrap", "process"]
 MAX_PACKAGE_BYTES = 20 * 1024 * 1024
 MAX_PACKAGE_FILES = 2000
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_EPISODES = 20
 OUTPUT_LIMIT = 1024 * 1024
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".git", ".venv", "*.egg-info")
 
 
 def package_digest(root: Path) -> str:
@@ -55,35 +53,10 @@ def _static_failure(package: str, check_id: str, evidence: str, remediation: str
     )
 
 
-def make_sandbox(choice: SandboxChoice, workdir: Path) -> Sandbox | None:
-    """The backend for `choice`; None means docker (which runs per validation, see DockerRunner)."""
-    from openadapt.validator.sandbox import bwrap, docker
-    from openadapt.validator.sandbox.process import ProcessSandbox
-
-    if choice == "process":
-        return ProcessSandbox(workdir)
-    if choice == "bwrap":
-        return bwrap.BwrapSandbox(workdir)
-    if choice == "docker":
-        docker.connect()
-        return None
-    try:  # auto: docker when an engine answers, else bwrap, else refuse
-        docker.connect()
-        return None
-    except SandboxUnavailable as no_docker:
-        problem = bwrap.available()
-        if problem is None:
-            return bwrap.BwrapSandbox(workdir)
-        raise SandboxUnavailable(
-            f"no sandbox available: {no_docker}; and {problem}. Install bubblewrap (or start Docker), or pass "
-            "--sandbox process to run WITHOUT isolation"
-        ) from None
-
-
 class Validator:
     """Validates packages in a sandbox, keeping one warm worker for all of them (OpenEnv's import is paid once)."""
 
-    def __init__(self, sandbox: SandboxChoice = "auto", *, episodes: int = DEFAULT_EPISODES,
+    def __init__(self, sandbox: SandboxChoice | str = SandboxChoice.AUTO, *, episodes: int = DEFAULT_EPISODES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB,
                  docker_image: str | None = None):
         self.episodes = episodes
@@ -93,7 +66,7 @@ class Validator:
         self.sandbox = make_sandbox(sandbox, self._tmp)
         self._docker = None
         if self.sandbox is None:
-            from openadapt.validator.sandbox.docker import DEFAULT_IMAGE, DockerRunner
+            from openadapt.sandbox.docker import DEFAULT_IMAGE, DockerRunner
 
             self._docker = DockerRunner(docker_image or DEFAULT_IMAGE)
         else:
@@ -158,13 +131,7 @@ class Validator:
             reply = self._docker.run(root.resolve(), request, self.timeout_s + 30)
         else:
             staged = self.sandbox.inbox / digest[:16]
-            shutil.rmtree(staged, ignore_errors=True)
-            shutil.copytree(root, staged, symlinks=True, ignore=IGNORED)
-            for folder, _, names in os.walk(staged):  # readable by the sandbox's uid, writable by nobody there
-                os.chmod(folder, 0o755)
-                for name in names:
-                    if not os.path.islink(os.path.join(folder, name)):
-                        os.chmod(os.path.join(folder, name), 0o644)
+            stage_package(root, staged)
             request.update(package=self.sandbox.inside(staged), scratch=self.sandbox.inside(self.sandbox.scratch))
             try:
                 cold = self._worker is None or not self._worker.alive
@@ -249,7 +216,7 @@ class Validator:
         return result
 
 
-def validate(path: Path | str, tiers: list[int] | None = None, sandbox: SandboxChoice = "auto",
+def validate(path: Path | str, tiers: list[int] | None = None, sandbox: SandboxChoice | str = SandboxChoice.AUTO,
              episodes: int = DEFAULT_EPISODES) -> ValidationReport:
     """One-shot validation (starts and stops a worker: for many packages keep a `Validator`)."""
     with Validator(sandbox, episodes=episodes) as validator:

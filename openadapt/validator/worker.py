@@ -24,7 +24,7 @@ import time
 import traceback
 from pathlib import Path
 
-from openadapt.validator.sandbox.limits import limit_process
+from openadapt.sandbox.limits import limit_process
 
 OUTPUT_CAP = 64 * 1024  # bytes of candidate output kept for the report
 OUTPUT_LIMIT = 1024 * 1024  # more than this is a failing check (an output flood)
@@ -64,7 +64,7 @@ def _run_child(request: dict, results_fd: int, output_fd: int, protocol_fd: int)
         os.environ["HOME"] = os.environ["TMPDIR"] = scratch
         tempfile.tempdir = scratch
         limit_process(float(request["timeout_s"]), int(request["memory_mb"]))
-        from openadapt.validator.sandbox.seccomp import apply_filter
+        from openadapt.sandbox.seccomp import apply_filter
 
         seccomp_note = apply_filter()
         out = os.fdopen(results_fd, "w", buffering=1)

@@ -1,6 +1,5 @@
-"""Incident triage: an openadapt seed environment (OpenEnv package)."""
+"""Diagnose a degraded production system - root-cause service, fault and mitigation - from alerts, logs, metrics and runbooks."""
 
 from .client import IncidentTriageEnv
-from .models import TriageAction, TriageObservation
 
-__all__ = ["IncidentTriageEnv", "TriageAction", "TriageObservation"]
+__all__ = ["IncidentTriageEnv"]

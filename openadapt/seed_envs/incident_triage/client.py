@@ -1,12 +1,9 @@
-"""WebSocket client for the incident-triage environment."""
+"""WebSocket client for incident_triage: `with IncidentTriageEnv(base_url=URL).sync() as env: env.reset(seed=1, eci=2)`.
+Its action and observation classes are `IncidentTriageEnv.action_type` and `.observation_type`."""
 
-from openadapt.kit.client import OpenAdaptClient
+from pathlib import Path
 
-from .models import TriageAction, TriageObservation
+from openadapt.envpkg.client import package_client
 
-
-class IncidentTriageEnv(OpenAdaptClient[TriageAction, TriageObservation]):
-    """`with IncidentTriageEnv(base_url="http://localhost:8000").sync() as env: env.reset(seed=1, eci=3)`"""
-
-    action_type = TriageAction
-    observation_type = TriageObservation
+# The package's own code, so loading it is trusted (as in server/app.py).
+IncidentTriageEnv = package_client(Path(__file__).resolve().parent, "IncidentTriageEnv", trust=True)

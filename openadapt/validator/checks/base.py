@@ -41,16 +41,19 @@ class Check:
     fn: Callable[[Context], dict[str, Any] | None]
     depends_on: tuple[str, ...]
     remediation: str
+    applies: Callable[[Context], bool] | None = None
 
 
 REGISTRY: list[Check] = []
 
 
-def check(check_id: str, *, depends_on: tuple[str, ...] = (), remediation: str = ""):
-    """Register a check. It returns `measured` (or None) on success and raises CheckFailed otherwise."""
+def check(check_id: str, *, depends_on: tuple[str, ...] = (), remediation: str = "",
+          applies: Callable[[Context], bool] | None = None):
+    """Register a check. It returns `measured` (or None) on success and raises CheckFailed otherwise. A check
+    whose `applies(ctx)` is false is reported as skipped (not applicable) and does not block its dependents."""
 
     def register(fn):
-        REGISTRY.append(Check(check_id, check_id.split(".")[0], fn, depends_on, remediation))
+        REGISTRY.append(Check(check_id, check_id.split(".")[0], fn, depends_on, remediation, applies))
         return fn
 
     return register
@@ -89,6 +92,8 @@ class Context:
         self.episodes = episodes
         self.manifest = None  # PackageManifest, set by static.manifest
         self.pkg = None  # LoadedPackage, set by static.imports
+        self.family = None  # the Family of a family package, set by static.family
+        self.domain = None  # its parsed Domain, set by static.domain
         self.step_seconds: list[float] = []
         self.reset_seconds: list[float] = []
         self.import_seconds: list[float] = []
@@ -199,6 +204,11 @@ def run_checks(ctx: Context, emit: Callable[[CheckResult], None], announce: Call
         if blocked:
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                                  evidence=[f"skipped: depends on {', '.join(blocked)}, which did not pass"])
+        elif chk.applies is not None and not chk.applies(ctx):
+            emit(CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
+                             evidence=["not applicable to this kind of package"]))
+            outcome[chk.id] = Status.PASS  # nothing to hold its dependents back
+            continue
         else:
             announce(chk.id)
             result = _run_one(chk, ctx)

@@ -136,7 +136,7 @@ def text_protocol(ctx: Context):
             if not parsed.ok or parsed.action.model_dump() != action.model_dump():
                 raise CheckFailed(f"ECI {eci}: the oracle's action does not survive format -> parse: {parsed.error}")
     env = ctx.pkg.make_env()
-    expected = ctx.section.text_protocol.malformed_reward
+    expected = ctx.section.malformed_reward
     for bad in ("", "I refuse.", '{"unterminated": ', "[1, 2, 3]", '{"metadata": {"x": 1}, "no_such_field": 1}'):
         env.reset(seed=2, eci=ctx.tiers[0])
         parsed = protocol.parse(bad)

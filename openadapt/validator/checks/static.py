@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import inspect
 
-from openadapt.errors import ManifestError
+from openadapt.errors import ManifestError, UsageError
 from openadapt.validator.checks.base import IMPORT_TIMEOUT_S, CheckFailed, Context, StepTimeout, check
 
-REQUIRED_FILES = ("openenv.yaml", "pyproject.toml", "README.md", "models.py", "client.py", "server/app.py",
-                  "server/Dockerfile")
+REQUIRED_FILES = ("openenv.yaml", "pyproject.toml", "README.md", "client.py", "server/app.py", "server/Dockerfile")
+MECHANICS_FILES = ()  # a package with its own mechanics needs only the files its manifest names
+# Manifest facts a family package must take from its family unchanged.
+FAMILY_FACTS = ("eci_tiers", "step_budget", "reward_range", "solved_reward", "invalid_action_reward",
+                "malformed_reward")
 
 
 @check("static.manifest", remediation="fix openenv.yaml as the message says (docs/environment-package.md)")
@@ -26,14 +29,86 @@ def manifest(ctx: Context):
        remediation="use the layout `openenv init` makes, plus the files the manifest names")
 def files(ctx: Context):
     s = ctx.section
-    named = [f"{ref.split(':')[0].replace('.', '/')}.py" for ref in (s.environment, s.action, s.observation,
-                                                                     s.policies.oracle)]
-    named += [s.text_protocol.system_template, s.text_protocol.observation_template]
-    environment_file = f"server/{ctx.manifest.name}_environment.py"
-    missing = [f for f in (*REQUIRED_FILES, environment_file, *named) if not (ctx.root / f).is_file()]
+    if s.mechanics is None:
+        named = [s.domain]
+    else:
+        m = s.mechanics
+        named = [f"{ref.split(':')[0].replace('.', '/')}.py" for ref in (m.environment, m.action, m.observation,
+                                                                         m.policies.oracle)]
+        named += [m.text_protocol.system_template, m.text_protocol.observation_template, *MECHANICS_FILES]
+    missing = [f for f in (*REQUIRED_FILES, *named) if not (ctx.root / f).is_file()]
     if missing:
         raise CheckFailed(*(f"missing file: {f}" for f in dict.fromkeys(missing)))
     return {"files": len(list(ctx.root.rglob("*")))}
+
+
+@check("static.family", depends_on=("static.manifest",), applies=lambda ctx: ctx.section.family is not None,
+       remediation="name a family openadapt has (`openadapt families`) and keep the facts openadapt rendered")
+def family(ctx: Context):
+    from openadapt.families import get_family
+
+    s = ctx.section
+    try:
+        fam = get_family(s.family_name, s.family_version)
+    except UsageError as exc:
+        raise CheckFailed(str(exc)) from None
+    expected = fam.section(s.task, s.domain or "domain.yaml")
+    differ = [f"openadapt.{name}: {getattr(s, name)!r} (family {fam.ref} declares {getattr(expected, name)!r})"
+              for name in FAMILY_FACTS if getattr(s, name) != getattr(expected, name)]
+    if differ:
+        raise CheckFailed(*differ)
+    ctx.family = fam
+    return {"family": fam.ref}
+
+
+@check("static.domain", depends_on=("static.family",), applies=lambda ctx: ctx.section.family is not None,
+       remediation="fix each field the evidence names; the family's schema describes every field "
+                   "(docs/families.md)")
+def domain(ctx: Context):
+    from openadapt.families.domain import DomainError
+    from openadapt.families.yamlio import read_domain_file
+
+    try:
+        parsed = ctx.family.parse_domain(read_domain_file(ctx.root / ctx.section.domain), source=ctx.section.domain)
+    except DomainError as exc:
+        raise CheckFailed(*(str(p) for p in exc.problems[:40]), measured={"problems": len(exc.problems)}) from None
+    ctx.domain = parsed
+    return {"title": parsed.title}
+
+
+@check("static.boilerplate", depends_on=("static.family",), applies=lambda ctx: ctx.section.family is not None,
+       remediation="a family package holds its domain.yaml, README.md, provenance.json and the boilerplate "
+                   "openadapt renders, nothing else: re-render it (`openadapt render`), and put mechanics code "
+                   "in custom/ with a `mechanics:` section instead of `family:`")
+def boilerplate(ctx: Context):
+    from openadapt.envpkg.render import FAMILY_CONTENT, boilerplate as render
+
+    expected = render(ctx.manifest.name, ctx.section, tags=_tags(ctx), floor_margin=_floor_margin(ctx))
+    problems = []
+    for path, text in expected.items():
+        if path == "openenv.yaml":
+            continue  # its facts are static.family's; its validation block is the package's own
+        target = ctx.root / path
+        if not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != text:
+            problems.append(f"{path} differs from the boilerplate openadapt renders" if target.is_file()
+                            else f"missing file: {path}")
+    allowed = {*expected, *FAMILY_CONTENT, ctx.section.domain}
+    for path in sorted(ctx.root.rglob("*")):
+        rel = path.relative_to(ctx.root).as_posix()
+        if path.is_file() and rel not in allowed and "__pycache__" not in path.parts:
+            problems.append(f"unexpected file in a family package: {rel}")
+    if problems:
+        raise CheckFailed(*problems[:20])
+    return {"files": len(expected)}
+
+
+def _tags(ctx: Context) -> list[str]:
+    tags = ((ctx.validation_block.get("types") or {}).get("tags")) or []
+    return [t for t in tags if not str(t).startswith("family:")]
+
+
+def _floor_margin(ctx: Context) -> float:
+    return float(((ctx.validation_block.get("reward") or {}).get("floor_margin")) or 0.3)
 
 
 @check("static.openenv", depends_on=("static.manifest",),
@@ -53,17 +128,17 @@ def openenv_static(ctx: Context):
     return {"verdict": report.verdict.value, "checks": [c.check_id for c in report.results]}
 
 
-@check("static.imports", depends_on=("static.manifest",),
+@check("static.imports", depends_on=("static.manifest", "static.domain"),
        remediation="make every module and class the manifest names importable; the traceback shows where")
 def imports(ctx: Context):
-    from openadapt.envpkg.loader import LoadedPackage, PackageRef, module_prefix
+    from openadapt.envpkg.loader import LoadedPackage, PackageRef
+    from openadapt.families.domain import DomainError
     from openadapt.kit import AgentAction, AgentObservation, OpenAdaptEnvironment, Policy
 
-    ref = PackageRef(ctx.root, ctx.manifest, trusted=False)
+    ref = PackageRef(ctx.root, ctx.manifest, seed=False)
     try:
-        ctx.pkg = ctx.timed(lambda: LoadedPackage(ref, module_prefix(ref)), bucket=ctx.import_seconds,
-                            limit_s=IMPORT_TIMEOUT_S)
-    except ManifestError as exc:
+        ctx.pkg = ctx.timed(lambda: LoadedPackage(ref), bucket=ctx.import_seconds, limit_s=IMPORT_TIMEOUT_S)
+    except (ManifestError, DomainError) as exc:
         raise CheckFailed(str(exc)) from None
     except (StepTimeout, MemoryError):
         raise

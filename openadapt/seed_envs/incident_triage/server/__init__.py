@@ -1,1 +1,1 @@
-"""Incident triage environment server components."""
+"""Server of the incident_triage environment."""

@@ -1,0 +1,94 @@
+"""Speed of the embedded designer models: load time, prompt and generation tokens/s, free and schema-constrained.
+
+For each installed catalogue model (or --models) and each --threads value: load the model (a fresh load per
+thread count), then --repeats times each of a free reply and a JSON-schema-constrained reply to one fixed short
+prompt, with the KV cache cleared before each call so the whole prompt is evaluated every time. Prints medians.
+Figures depend on load: on a shared 2-core machine, 1 thread is usually much faster than 2.
+
+    python benchmarks/local_llm.py [--threads 1 2] [--models qwen2.5-coder-0.5b] [--repeats 3] [--max-tokens 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+
+from pydantic import BaseModel, Field
+
+from openadapt.designer.local import CATALOGUE, LocalLLM, LocalSettings, list_models
+
+PROMPT = [
+    {"role": "system", "content": "You design training environments. Answer briefly."},
+    {"role": "user", "content": "Describe one way a farm irrigation pump fails: a short snake_case name, two "
+                                "symptoms an operator would see in its logs, and the fix."},
+]
+
+
+class FailureMode(BaseModel):
+    name: str
+    symptoms: list[str] = Field(min_length=2, max_length=2)
+    fix: str
+
+
+class Row(BaseModel):
+    model: str
+    threads: int
+    load_s: float
+    mode: str  # free | schema
+    prompt_tokens: int
+    prompt_tok_s: float
+    completion_tokens: int
+    gen_tok_s: float
+    seconds: float
+    finish: str
+
+
+def measure(model_id: str, threads: int, repeats: int, max_tokens: int) -> list[Row]:
+    backend = LocalLLM(LocalSettings(model=model_id, threads=threads, n_ctx=2048, max_tokens=max_tokens,
+                                     temperature=0.2, seed=0))
+    rows = []
+    for mode, schema in (("free", None), ("schema", FailureMode.model_json_schema())):
+        runs = []
+        for _ in range(repeats):
+            backend.reset_cache()
+            runs.append(backend.complete(PROMPT, schema=schema))
+        last = runs[-1]
+        rows.append(Row(model=model_id, threads=threads, load_s=backend.load_s, mode=mode,
+                        prompt_tokens=last.usage.prompt_tokens,
+                        prompt_tok_s=statistics.median(r.prompt_tokens_per_s or 0.0 for r in runs),
+                        completion_tokens=last.usage.completion_tokens,
+                        gen_tok_s=statistics.median(r.tokens_per_s or 0.0 for r in runs),
+                        seconds=statistics.median(r.duration_s for r in runs), finish=last.finish_reason or "-"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1])
+    parser.add_argument("--models", nargs="+", choices=list(CATALOGUE))
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    installed = [s.id for s in list_models() if s.state == "installed"]
+    models = [m for m in (args.models or installed) if m in installed]
+    if not models:
+        raise SystemExit("no local model installed: run `bash scripts/fetch_models.sh`")
+    rows = [row for model in models for threads in args.threads
+            for row in measure(model, threads, args.repeats, args.max_tokens)]
+    if args.json:
+        print(json.dumps([r.model_dump() for r in rows], indent=2))
+        return
+    print(f"cpus: {os.cpu_count()}  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  "
+          f"repeats: {args.repeats} (medians)")
+    print(f"{'model':<20} {'thr':>3} {'load s':>6} {'mode':<6} {'prompt':>6} {'prompt t/s':>10} {'gen':>4} "
+          f"{'gen t/s':>7} {'call s':>6} finish")
+    for r in rows:
+        print(f"{r.model:<20} {r.threads:>3} {r.load_s:>6.2f} {r.mode:<6} {r.prompt_tokens:>6} "
+              f"{r.prompt_tok_s:>10.1f} {r.completion_tokens:>4} {r.gen_tok_s:>7.1f} {r.seconds:>6.2f} {r.finish}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""The contract every designer LLM backend meets: `ChatBackend.complete(messages, schema=, max_tokens=)` returns a
+`Completion`, and `describe()` returns a `BackendInfo` for provenance.
+
+Two backends implement it: the embedded local model (`openadapt.designer.local.LocalLLM`, llama.cpp in this
+process) and any OpenAI-compatible endpoint (`openadapt.designer.llm.LLMClient`).
+
+Contracts:
+- `messages` are chat messages `{"role": "system"|"user"|"assistant", "content": str}`; the backend applies the
+  model's own chat template.
+- With `schema` (a JSON schema dict), the reply is constrained to JSON matching it where the backend can enforce
+  that (llama.cpp: a grammar; endpoint: `response_format`). A schema the backend cannot enforce raises
+  `SchemaError` before any tokens are generated; it never silently degrades to free text.
+- A reply cut at the token limit comes back with `finish_reason == "length"` (`truncated` is True): constrained
+  JSON is not forced to close, so a truncated constrained reply is usually invalid JSON. `parse_as` says so.
+- `BackendInfo` never carries an API key.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from openadapt.errors import OpenAdaptError
+
+T = TypeVar("T", bound=BaseModel)
+
+Message = dict[str, str]
+
+
+class LLMError(OpenAdaptError):
+    """The backend refused or failed; the message says what to check."""
+
+    exit_code = 4
+
+
+class SchemaError(LLMError):
+    """A JSON schema the backend cannot enforce (it would otherwise generate unconstrained text)."""
+
+
+class ReplyError(LLMError):
+    """A reply that does not parse or validate against the schema it was asked for."""
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.total_tokens += other.total_tokens
+
+
+class Completion(BaseModel):
+    """One chat completion and what it cost."""
+
+    text: str
+    finish_reason: str | None
+    usage: Usage = Field(default_factory=Usage)
+    duration_s: float = 0.0  # wall time of the call, retries included
+    retries: list[str] = Field(default_factory=list)  # why each retry happened
+    tokens_per_s: float | None = None  # completion tokens per second of generation (endpoint: of the whole call)
+    prompt_tokens_per_s: float | None = None  # prompt evaluation speed, where the backend measures it
+    prompt_s: float | None = None  # seconds spent evaluating the prompt (local only)
+    cached_prompt_tokens: int = 0  # prompt tokens reused from the previous call's KV cache (local only)
+    constrained: bool = False  # the reply was generated under a JSON-schema constraint
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    def parse_as(self, model: type[T]) -> T:
+        """The reply as an instance of `model`; a one-line `ReplyError` when it is cut off, not JSON or invalid."""
+        if self.truncated:
+            raise ReplyError(f"the reply was cut off at the token limit after {self.usage.completion_tokens} "
+                             "tokens: raise max_tokens or ask for less")
+        try:
+            return model.model_validate(json.loads(self.text))
+        except json.JSONDecodeError as exc:
+            raise ReplyError(f"the reply is not JSON ({exc.msg} at char {exc.pos})") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(root)"
+            raise ReplyError(f"the reply does not match {model.__name__}: {where}: {first['msg']}") from None
+
+
+class Sampling(BaseModel):
+    """Sampling settings, recorded in provenance so a run can be repeated."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float = 0.2
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    seed: int | None = None
+    max_tokens: int = 8192
+
+
+class BackendInfo(BaseModel):
+    """What produced a reply, for provenance: enough to say which weights or endpoint, never a secret."""
+
+    kind: Literal["local", "endpoint"]
+    model: str  # GGUF general.name (local) or the endpoint's model id
+    model_id: str | None = None  # the catalogue id of a local model, None for a user's own GGUF
+    sha256: str | None = None  # of the local model file
+    size_bytes: int | None = None
+    base_url: str | None = None  # endpoints only
+    threads: int | None = None
+    n_ctx: int | None = None
+    sampling: Sampling = Field(default_factory=Sampling)
+
+
+@runtime_checkable
+class ChatBackend(Protocol):
+    """A chat model the designer can ask. Implementations: `LocalLLM`, `LLMClient`."""
+
+    def complete(self, messages: list[Message], *, schema: dict | None = None,
+                 max_tokens: int | None = None) -> Completion: ...
+
+    def describe(self) -> BackendInfo: ...

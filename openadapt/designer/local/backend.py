@@ -1,0 +1,248 @@
+"""`LocalLLM`: the embedded designer model, a `ChatBackend` over llama.cpp (`llama_cpp.Llama`) in this process.
+
+Contracts:
+- The model is loaded once per process: instances with the same resolved file, n_ctx, threads and n_batch share
+  one `Llama` (a module-level cache), so the curriculum keeps it between escalations. Calls are serialised on it.
+- Chat uses the GGUF's own chat template (`create_chat_completion`).
+- `complete(schema=S)` compiles S to a grammar up front (`LlamaGrammar.from_json_schema`, then llama.cpp's own
+  grammar parser) and passes that grammar, not `response_format`: llama-cpp-python falls back to free JSON when a
+  schema does not compile, and this backend raises `SchemaError` instead. Compiled grammars are cached per schema.
+- Sampling is seeded (`seed`, temperature, top_p, top_k, min_p): the same messages, model and settings give the
+  same text. Temperature 0 is greedy.
+- The grammar does not make the JSON close before `max_tokens`; a cut reply has `finish_reason == "length"`.
+- Every call reports prompt/completion tokens, seconds, prompt and generation tokens/s (llama.cpp's own perf
+  counters) and the finish reason in its `Completion`.
+- llama.cpp's log chatter is off (`verbose=False`); errors of its own still reach stderr. Loading is reported to
+  an `on_load` callback instead.
+
+Threads: `OPENADAPT_THREADS`, else 1. llama.cpp's worker threads wait for each other at every layer; on a small
+machine shared with other processes a descheduled worker stalls all of them (measured on 2 shared cores: 1 thread
+8x faster than 2). Raise it on a machine of your own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openadapt.designer.chat import BackendInfo, Completion, Message, Sampling, SchemaError, Usage
+from openadapt.designer.local.errors import LocalLLMError
+from openadapt.designer.local.store import ResolvedModel, resolve_model
+from openadapt.errors import UsageError
+
+ENV_THREADS = "OPENADAPT_THREADS"
+INSTALL_HINT = "run `bash scripts/fetch_models.sh` (or `pip install 'openadapt-rl[local]'`)"
+
+
+def default_threads() -> int:
+    raw = os.environ.get(ENV_THREADS, "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise UsageError(f"{ENV_THREADS}={raw!r} is not a thread count: use a whole number >= 1")
+    return int(raw)
+
+
+class LocalSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: str | None = None  # catalogue id or .gguf path; None: $OPENADAPT_LOCAL_MODEL, then the default model
+    n_ctx: int = Field(default=8192, ge=256)  # the designer's prompt + reply must fit
+    threads: int = Field(default_factory=default_threads, ge=1)
+    n_batch: int = Field(default=512, ge=1)
+    temperature: float = Field(default=0.2, ge=0.0)
+    top_p: float = Field(default=0.95, gt=0.0, le=1.0)
+    top_k: int = Field(default=40, ge=0)
+    min_p: float = Field(default=0.05, ge=0.0, le=1.0)
+    seed: int = Field(default=0, ge=0)
+    max_tokens: int = Field(default=4096, ge=1)  # per call unless complete(max_tokens=) says otherwise
+
+    def sampling(self) -> Sampling:
+        return Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
+                        seed=self.seed, max_tokens=self.max_tokens)
+
+
+class LoadEvent(BaseModel):
+    phase: Literal["loading", "loaded"]
+    model: str
+    path: Path
+    size: int
+    seconds: float = 0.0
+    cached: bool = False  # already loaded in this process
+
+
+LoadCallback = Callable[[LoadEvent], None]
+
+
+class _Loaded:
+    """One llama.cpp model in memory, with the lock that serialises calls on it."""
+
+    def __init__(self, llama: Any, seconds: float):
+        self.llama = llama
+        self.load_s = seconds
+        self.lock = threading.Lock()
+
+
+_LOADED: dict[tuple[str, int, int, int], _Loaded] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def _load(model: ResolvedModel, settings: LocalSettings, on_load: LoadCallback | None) -> _Loaded:
+    key = (str(model.path), settings.n_ctx, settings.threads, settings.n_batch)
+    report = on_load or (lambda event: None)
+    with _LOAD_LOCK:
+        if key in _LOADED:
+            loaded = _LOADED[key]
+            report(LoadEvent(phase="loaded", model=model.name, path=model.path, size=model.size,
+                             seconds=loaded.load_s, cached=True))
+            return loaded
+        llama_cpp = _import_llama_cpp()
+        report(LoadEvent(phase="loading", model=model.name, path=model.path, size=model.size))
+        started = time.monotonic()
+        try:
+            llama = llama_cpp.Llama(model_path=str(model.path), n_ctx=settings.n_ctx, n_batch=settings.n_batch,
+                                    n_threads=settings.threads, n_threads_batch=settings.threads,
+                                    seed=settings.seed, verbose=False)
+        except ValueError as exc:
+            raise LocalLLMError(f"llama.cpp could not load {model.path} ({exc}): it is not a model this "
+                                "llama.cpp supports, or the file is damaged (`openadapt models verify`)") from None
+        loaded = _Loaded(llama, round(time.monotonic() - started, 3))
+        _LOADED[key] = loaded
+        report(LoadEvent(phase="loaded", model=model.name, path=model.path, size=model.size,
+                         seconds=loaded.load_s))
+        return loaded
+
+
+def _import_llama_cpp() -> Any:
+    try:
+        import llama_cpp
+    except ImportError:
+        raise LocalLLMError(f"the local model backend needs llama-cpp-python: {INSTALL_HINT}") from None
+    return llama_cpp
+
+
+class LocalLLM:
+    """The embedded chat model. Raises `UsageError` subclasses for a missing/corrupt model, `LocalLLMError` for
+    llama.cpp failures, `SchemaError` for a schema it cannot enforce."""
+
+    def __init__(self, settings: LocalSettings | None = None, *, on_load: LoadCallback | None = None,
+                 models_root: Path | None = None):
+        self.settings = settings or LocalSettings()
+        self.model = resolve_model(self.settings.model, root=models_root)
+        self._loaded = _load(self.model, self.settings, on_load)
+        self._grammars: dict[str, Any] = {}
+
+    @property
+    def load_s(self) -> float:
+        return self._loaded.load_s
+
+    def describe(self) -> BackendInfo:
+        return BackendInfo(kind="local", model=self.model.name, model_id=self.model.model_id,
+                           sha256=self.model.sha256, size_bytes=self.model.size, threads=self.settings.threads,
+                           n_ctx=self.settings.n_ctx, sampling=self.settings.sampling())
+
+    def reset_cache(self) -> None:
+        """Forget the KV cache, so the next call evaluates its whole prompt (benchmarks; never needed for
+        correctness: a cached prefix gives the same text)."""
+        with self._loaded.lock:
+            self._loaded.llama.reset()
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` in this model's vocabulary (to size prompts and examples to n_ctx)."""
+        return len(self._loaded.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def grammar_for(self, schema: dict) -> Any:
+        """The compiled grammar of a JSON schema; `SchemaError` when llama.cpp cannot enforce it."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = _compile_schema(self._loaded.llama, schema)
+        return self._grammars[key]
+
+    def complete(self, messages: list[Message], *, schema: dict | None = None,
+                 max_tokens: int | None = None) -> Completion:
+        import llama_cpp
+
+        grammar = self.grammar_for(schema) if schema is not None else None
+        s = self.settings
+        llama = self._loaded.llama
+        with self._loaded.lock:
+            llama_cpp.llama_perf_context_reset(llama.ctx)
+            started = time.monotonic()
+            try:
+                response = llama.create_chat_completion(
+                    messages=messages, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
+                    seed=s.seed, max_tokens=max_tokens or s.max_tokens, grammar=grammar, stream=False)
+            except ValueError as exc:
+                if "exceed context window" in str(exc):
+                    raise LocalLLMError(f"the prompt does not fit the local model's context ({exc}): raise n_ctx "
+                                        "or send less") from None
+                raise LocalLLMError(f"llama.cpp failed: {exc}") from None
+            duration = time.monotonic() - started
+            perf = llama_cpp.llama_perf_context(llama.ctx)
+        choice = response["choices"][0]
+        usage = response.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens", 0))
+        prompt_s = perf.t_p_eval_ms / 1000
+        gen_s = perf.t_eval_ms / 1000
+        # llama.cpp reports at least 1 evaluated prompt token even when the whole prompt came from the KV cache.
+        evaluated = perf.n_p_eval if perf.t_p_eval_ms > 0 else 0
+        return Completion(
+            text=choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=int(usage.get("completion_tokens", 0)),
+                        total_tokens=int(usage.get("total_tokens", 0))),
+            duration_s=round(duration, 3), constrained=grammar is not None,
+            tokens_per_s=round(perf.n_eval / gen_s, 2) if gen_s > 0 else None,
+            prompt_tokens_per_s=round(evaluated / prompt_s, 2) if prompt_s > 0 else None,
+            prompt_s=round(prompt_s, 3), cached_prompt_tokens=max(0, prompt_tokens - evaluated),
+        )
+
+
+def _compile_schema(llama: Any, schema: dict) -> Any:
+    """Compile in two steps, both of which llama-cpp-python would otherwise let fail quietly: the schema to GBNF
+    (its converter raises), then the GBNF in llama.cpp's parser (it returns NULL and logs to stderr)."""
+    import llama_cpp
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    try:
+        grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    except Exception as exc:  # the converter raises AssertionError, ValueError, KeyError, ...
+        raise SchemaError(f"the JSON schema cannot be compiled to a llama.cpp grammar: {_one_line(exc)}") from None
+    with _captured_stderr() as captured:
+        # Private attributes: llama-cpp-python 0.3.x offers no public way to check a grammar against the vocab.
+        sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, grammar._grammar.encode("utf-8"),
+                                                       grammar._root.encode("utf-8"))
+    if not sampler:
+        why = next((line for line in captured() if line.strip()), "no reason given")
+        raise SchemaError(f"llama.cpp rejected the grammar of the JSON schema: {why.strip()[:200]}")
+    llama_cpp.llama_sampler_free(sampler)
+    return grammar
+
+
+@contextlib.contextmanager
+def _captured_stderr() -> Iterator[Callable[[], list[str]]]:
+    """Capture file descriptor 2 (llama.cpp writes there from C), so its message can go into our error."""
+    lines: list[str] = []
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lambda: lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines.extend(sink.read().decode("utf-8", "replace").splitlines())
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:240]

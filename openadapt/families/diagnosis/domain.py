@@ -1,0 +1,266 @@
+"""The diagnosis domain: a system of components that depend on each other, the faults they can have, and what
+an investigator sees.
+
+Each episode plants one fault in one component. Components that depend on it (directly or a few hops away) show
+symptoms; the alert may fire on such a victim. The agent investigates through four tools (logs, metrics,
+dependency health, runbook notes) and submits one diagnosis: the component, the fault, and the fix.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openadapt.families.domain import (
+    Domain,
+    DomainProblem,
+    bad_placeholders,
+    duplicates,
+    identifier_problems,
+    too_few,
+)
+
+# Placeholders the engine fills in log lines (besides {component}/{dependency} where stated).
+NUMBER_PLACEHOLDERS = ("n", "pct", "m", "build", "date")
+_Text = Field(min_length=3, max_length=300)
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Component(_Item):
+    name: str = Field(min_length=2, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$", description=(
+        "Identifier of one component of the system, as it appears in its logs, e.g. 'well-pump-2', "
+        "'checkout-service', 'node-7'. Lowercase, digits, '-', '_' or '.'."))
+    kind: str = Field(min_length=2, max_length=30, pattern=r"^[a-z][a-z0-9_]*$", description=(
+        "What sort of component this is, one word, e.g. 'pump', 'valve', 'controller', 'app', 'datastore'. "
+        "Faults name the kinds they can strike."))
+    depends_on: list[str] = Field(default_factory=list, max_length=8, description=(
+        "Names of the components this one needs in order to work (it shows symptoms when one of them fails). "
+        "No cycles."))
+    note: str = Field(min_length=5, max_length=200, description=(
+        "A routine runbook note about this component (ownership, location, schedule), e.g. 'owned by the "
+        "north-field crew; serviced every spring'. It never names a fault."))
+
+
+class Metric(_Item):
+    name: str = Field(min_length=2, max_length=40, pattern=r"^[a-z][a-z0-9_]*$",
+                      description="metric identifier with its unit, e.g. 'discharge_pressure_bar'")
+    healthy: float = Field(description="its usual value when nothing is wrong")
+    faulty: float = Field(description="its value when the fault is present (clearly different from healthy)")
+
+
+class Constraint(_Item):
+    note: str = Field(min_length=20, max_length=300, description=(
+        "A runbook note on the faulty component that makes the usual fix wrong, and says what to do instead, "
+        "naming that fix in parentheses, e.g. 'runbook note: {component} feeds the greenhouse on a timer; do "
+        "not shut it down. Switch to the backup pump instead (switch_to_backup).' May use {component}."))
+    fix: str = Field(min_length=3, max_length=40, description="the fix the note calls for (an identifier)")
+
+
+class Fault(_Item):
+    id: str = Field(min_length=3, max_length=40, description=(
+        "Identifier of the fault, specific to this world, e.g. 'clogged_intake_strainer', 'cavitation'."))
+    fix: str = Field(min_length=3, max_length=40, description=(
+        "Identifier of the usual fix, e.g. 'clean_strainer'. Different faults may share a fix only rarely."))
+    applies_to: list[str] = Field(default_factory=list, max_length=8, description=(
+        "Component kinds this fault can strike (empty: any kind)."))
+    evidence: list[str] = Field(min_length=2, max_length=5, description=(
+        "Log lines the faulty component prints, specific enough to tell this fault from the others. Each line "
+        "starts with a level (ERROR/WARN/INFO) and '{component}', e.g. 'WARN {component} suction pressure "
+        "{n} kPa below NPSH margin'. Placeholders: {component}, {n}, {pct}, {m}, {build}, {date}."))
+    telltales: list[str] = Field(min_length=1, max_length=4, description=(
+        "One to three words or short phrases from the evidence lines that a hurried investigator would search "
+        "for (each must occur in an evidence line), e.g. 'NPSH', 'cavitation noise'."))
+    metrics: list[Metric] = Field(min_length=2, max_length=4, description=(
+        "Readings of the faulty component that move when this fault is present."))
+    runbook: str = Field(min_length=20, max_length=300, description=(
+        "The runbook's advice for this fault: how to recognise it and the usual fix, in one or two sentences."))
+    constraint: Constraint = Field(description=(
+        "A hidden operational fact that, on harder tiers, makes the usual fix wrong for this episode."))
+
+
+class ToolNames(_Item):
+    """What the five actions are called in this world (each keeps its role in the mechanics)."""
+
+    logs: str = Field(default="inspect_logs", pattern=r"^[a-z][a-z0-9_]*$",
+                      description="reads a component's recent log lines")
+    metrics: str = Field(default="query_metrics", pattern=r"^[a-z][a-z0-9_]*$",
+                         description="reads a component's key readings")
+    dependencies: str = Field(default="check_dependencies", pattern=r"^[a-z][a-z0-9_]*$",
+                              description="health of everything a component relies on")
+    notes: str = Field(default="read_runbook", pattern=r"^[a-z][a-z0-9_]*$",
+                       description="a component's runbook notes (where operational constraints live)")
+    diagnose: str = Field(default="diagnose_incident", pattern=r"^[a-z][a-z0-9_]*$",
+                          description="the final answer: component, fault, fix")
+
+
+class DependencyStatus(_Item):
+    degraded: str = Field(default="degraded (errors rising, calls timing out)", max_length=120,
+                          description="how a dependency on the failing path is reported")
+    healthy: str = Field(default="healthy", max_length=120, description="how a sound dependency is reported")
+    unknown: str = Field(default="status unknown (probe timed out)", max_length=120,
+                         description="how a dependency whose probe failed is reported (noisy tiers)")
+
+
+class DiagnosisDomain(Domain):
+    agent_role: str = Field(min_length=3, max_length=80, description=(
+        "Who the agent is, e.g. 'the on-call farm technician', 'the on-call site reliability engineer'."))
+    system_noun: str = Field(min_length=3, max_length=80, description=(
+        "What the whole system is called, e.g. 'farm irrigation network', 'microservice system'."))
+    component_noun: str = Field(default="component", min_length=3, max_length=30, description=(
+        "What one component is called, singular, e.g. 'pump', 'service', 'pod'."))
+    components: list[Component] = Field(min_length=6, max_length=40, description=(
+        "The components of the system and who depends on whom. Include dependency chains at least three "
+        "deep (A depends on B depends on C) so that a fault can sit two hops below the alerting component."))
+    faults: list[Fault] = Field(min_length=5, max_length=20, description=(
+        "The faults this world knows, each with its own evidence, readings, runbook advice and constraint."))
+    tools: ToolNames = Field(default_factory=ToolNames)
+    alert: str = Field(min_length=10, max_length=200, description=(
+        "The page that opens an episode; must contain {component} (the alerting one) and may use {rate} (a "
+        "percentage) and {latency} (a duration in ms), e.g. '[P2] {component}: flow {rate}% below target'."))
+    symptom_lines: list[str] = Field(min_length=3, max_length=3, description=(
+        "Exactly three log lines a component prints when something it depends on fails; each uses "
+        "{component} and {dependency}. The first must read like '... {dependency} timed out ...'."))
+    background_lines: list[str] = Field(min_length=4, max_length=10, description=(
+        "Routine log lines a healthy component prints (no fault signal); use {component}, may use {n}, {pct}."))
+    recovered_line: str = Field(min_length=10, max_length=200, description=(
+        "A line in which a component mentions a HEALTHY dependency that recovered, e.g. 'WARN {component} "
+        "retrying call to {dependency} (attempt 1 of 3, succeeded)'. Misleads on adversarial tiers."))
+    noise_lines: list[str] = Field(min_length=4, max_length=10, description=(
+        "Benign lines that share words with fault evidence (they mislead a keyword matcher on noisy tiers), "
+        "e.g. 'INFO {component} strainer cleaned on schedule'. Use {component}."))
+    victim_metrics: list[Metric] = Field(min_length=2, max_length=2, description=(
+        "Two readings that degrade on every component downstream of a fault (e.g. error rate, latency)."))
+    dependency_status: DependencyStatus = Field(default_factory=DependencyStatus)
+
+    # ---- semantic checks ---------------------------------------------------------------------------------
+    def family_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        names = [c.name for c in self.components]
+        p += duplicates(self.components, "name", "domain.components")
+        p += duplicates(self.faults, "id", "domain.faults")
+        p += identifier_problems([f.id for f in self.faults], "domain.faults", field="id")
+        p += identifier_problems([f.fix for f in self.faults], "domain.faults", field="fix")
+        p += identifier_problems([f.constraint.fix for f in self.faults], "domain.faults", field="constraint.fix")
+        known = set(names)
+        kinds = {c.kind for c in self.components}
+        for i, comp in enumerate(self.components):
+            for j, dep in enumerate(comp.depends_on):
+                if dep not in known:
+                    p.append(DomainProblem(path=f"domain.components[{i}].depends_on[{j}]",
+                                           message=f"{dep!r} is not a defined component"))
+                elif dep == comp.name:
+                    p.append(DomainProblem(path=f"domain.components[{i}].depends_on[{j}]",
+                                           message="a component cannot depend on itself"))
+        p += self._cycle_problems()
+        if self.max_depth() < 2 and not p:
+            p.append(DomainProblem(path="domain.components", message=(
+                "no dependency chain is three components deep (A -> B -> C): tiers 3-5 place the fault up to "
+                "two hops below the alerting component")))
+        fixes = {f.fix for f in self.faults}
+        for i, fault in enumerate(self.faults):
+            at = f"domain.faults[{i}]"
+            for j, kind in enumerate(fault.applies_to):
+                if kind not in kinds:
+                    p.append(DomainProblem(path=f"{at}.applies_to[{j}]",
+                                           message=f"{kind!r} is not the kind of any component ({sorted(kinds)})"))
+            eligible = [c for c in self.components if not fault.applies_to or c.kind in fault.applies_to]
+            if fault.applies_to and not any(self._has_dependents(c.name) for c in eligible):
+                p.append(DomainProblem(path=f"{at}.applies_to", message=(
+                    "no component of these kinds has anything depending on it, so this fault could never be "
+                    "found upstream of an alert")))
+            allowed = ("component", *NUMBER_PLACEHOLDERS)
+            for j, line in enumerate(fault.evidence):
+                p += bad_placeholders(line, allowed, f"{at}.evidence[{j}]")
+                if "{component}" not in line:
+                    p.append(DomainProblem(path=f"{at}.evidence[{j}]",
+                                           message="must name the faulty component with {component}"))
+            text = " ".join(fault.evidence)
+            for j, word in enumerate(fault.telltales):
+                if word not in text:
+                    p.append(DomainProblem(path=f"{at}.telltales[{j}]",
+                                           message=f"{word!r} does not occur in this fault's evidence lines"))
+            for j, metric in enumerate(fault.metrics):
+                if abs(metric.faulty - metric.healthy) < 1e-9:
+                    p.append(DomainProblem(path=f"{at}.metrics[{j}]",
+                                           message="healthy and faulty values are equal: the reading shows nothing"))
+            p += bad_placeholders(fault.constraint.note, ("component",), f"{at}.constraint.note")
+            if fault.constraint.fix == fault.fix:
+                p.append(DomainProblem(path=f"{at}.constraint.fix",
+                                       message="must differ from the usual fix (the constraint makes it wrong)"))
+            elif fault.constraint.fix in fixes:
+                p.append(DomainProblem(path=f"{at}.constraint.fix", message=(
+                    f"{fault.constraint.fix!r} is another fault's usual fix; a constrained fix must be its own")))
+            if fault.constraint.fix not in fault.constraint.note:
+                p.append(DomainProblem(path=f"{at}.constraint.note",
+                                       message=f"must name the fix it calls for ({fault.constraint.fix!r})"))
+        p += self._line_problems()
+        p += too_few(list(dict.fromkeys(f.fix for f in self.faults)), 4, "domain.faults",
+                     "distinct usual fixes, so that guessing a fix is not enough")
+        tools = list(self.tools.model_dump().values())
+        if len(set(tools)) != len(tools):
+            p.append(DomainProblem(path="domain.tools", message=f"tool names must differ: {tools}"))
+        return p
+
+    def _line_problems(self) -> list[DomainProblem]:
+        p = bad_placeholders(self.alert, ("component", "rate", "latency"), "domain.alert")
+        if "{component}" not in self.alert:
+            p.append(DomainProblem(path="domain.alert", message="must contain {component} (the alerting one)"))
+        for j, line in enumerate(self.symptom_lines):
+            p += bad_placeholders(line, ("component", "dependency", *NUMBER_PLACEHOLDERS),
+                                  f"domain.symptom_lines[{j}]")
+            if "{component}" not in line or "{dependency}" not in line:
+                p.append(DomainProblem(path=f"domain.symptom_lines[{j}]",
+                                       message="must name both {component} and {dependency}"))
+        if "timed out" not in self.symptom_lines[0]:
+            p.append(DomainProblem(path="domain.symptom_lines[0]",
+                                   message="must say that '{dependency}' timed out (or 'timed out' in its words)"))
+        p += bad_placeholders(self.recovered_line, ("component", "dependency"), "domain.recovered_line")
+        for field in ("background_lines", "noise_lines"):
+            for j, line in enumerate(getattr(self, field)):
+                p += bad_placeholders(line, ("component", *NUMBER_PLACEHOLDERS), f"domain.{field}[{j}]")
+                if "{component}" not in line:
+                    p.append(DomainProblem(path=f"domain.{field}[{j}]", message="must use {component}"))
+        return p
+
+    def _cycle_problems(self) -> list[DomainProblem]:
+        graph = {c.name: [d for d in c.depends_on if d != c.name] for c in self.components}
+        state: dict[str, int] = {}
+
+        def visit(node: str, trail: list[str]) -> list[str] | None:
+            state[node] = 1
+            for dep in graph.get(node, []):
+                if state.get(dep) == 1:
+                    return [*trail, node, dep]
+                if dep in graph and state.get(dep) is None and (cycle := visit(dep, [*trail, node])):
+                    return cycle
+            state[node] = 2
+            return None
+
+        for name in graph:
+            if state.get(name) is None and (cycle := visit(name, [])):
+                return [DomainProblem(path="domain.components",
+                                      message=f"dependency cycle: {' -> '.join(cycle)} (dependencies must not loop)")]
+        return []
+
+    # ---- facts the engine uses ---------------------------------------------------------------------------
+    def _has_dependents(self, name: str) -> bool:
+        return any(name in c.depends_on for c in self.components)
+
+    def max_depth(self) -> int:
+        """Hops of the longest dependency chain (A -> B -> C is 2)."""
+        graph = {c.name: c.depends_on for c in self.components}
+        memo: dict[str, int] = {}
+
+        def depth(node: str, seen: frozenset[str]) -> int:
+            if node in memo:
+                return memo[node]
+            best = 0
+            for dep in graph.get(node, []):
+                if dep in graph and dep not in seen:
+                    best = max(best, 1 + depth(dep, seen | {dep}))
+            memo[node] = best
+            return best
+
+        return max((depth(n, frozenset({n})) for n in graph), default=0)

@@ -1,0 +1,177 @@
+"""`Domain`: the base of every family's domain schema, and the checks every domain gets.
+
+A domain is what a designer writes (an LLM, or a person): the entities, rules, failure modes and texts of one
+world, as data. Its family's engine turns it into episodes. Field descriptions are written as instructions to
+the designer (they are shown to it, with the JSON schema). Problems are reported with the field's path
+(`domain.faults[2].evidence`), so a designer can repair exactly what is wrong.
+
+Two levels of checks:
+
+- the schema (pydantic): types, required fields, lengths, bounded sizes;
+- `problems()`: what a schema cannot say, such as referential integrity, uniqueness, enough variety for seed
+  variation and for every tier's mechanics, and degenerate text (placeholders, schema words echoed as
+  content, the same sentence pasted everywhere). Families add their own with `family_problems()`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from openadapt.errors import UsageError
+
+# Words that mean the designer echoed the schema (or left a placeholder) instead of writing content.
+PLACEHOLDER_WORDS = frozenset({
+    "todo", "tbd", "lorem", "ipsum", "placeholder", "foo", "bar", "baz", "xxx", "example_name", "string",
+    "entity", "entities", "entity_name", "name_here", "your_text", "sample_text", "n/a", "none", "null",
+    "description", "field", "value",
+})
+_IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class DomainProblem(BaseModel):
+    """One thing wrong with a domain, at a field path a designer can find."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str = Field(description="e.g. 'domain.faults[2].evidence'")
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class DomainError(UsageError):
+    """A domain that does not validate; `problems` name the fields."""
+
+    def __init__(self, problems: list[DomainProblem], source: str = "domain"):
+        self.problems = problems
+        shown = "; ".join(str(p) for p in problems[:6])
+        more = f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""
+        super().__init__(f"{source} is not a valid domain: {shown}{more}")
+
+
+def field_path(loc: Iterable[Any], root: str = "domain") -> str:
+    """pydantic's ('faults', 2, 'evidence') -> 'domain.faults[2].evidence'."""
+    path = root
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def schema_problems(exc: ValidationError, root: str = "domain") -> list[DomainProblem]:
+    return [DomainProblem(path=field_path(err["loc"], root), message=err["msg"].removeprefix("Value error, "))
+            for err in exc.errors()]
+
+
+def placeholders(text: str) -> set[str]:
+    """The `{name}` placeholders in a domain text."""
+    return set(_PLACEHOLDER.findall(text))
+
+
+def fill(text: str, **values: Any) -> str:
+    """Substitute `{name}` placeholders in a domain text. Unlike `str.format`, nothing but a plain name is
+    understood (no attribute access, indexing or format specs): domain texts are data, never code."""
+    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
+
+
+class Domain(BaseModel):
+    """Fields every domain has; a family's schema subclasses this and adds its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+    title: str = Field(min_length=3, max_length=80, description=(
+        "Short name of the world this domain models, in the task's own words (e.g. 'Farm irrigation pumps', "
+        "'Hospital operating rooms'). Never a generic word like 'system' or 'domain'."))
+    summary: str = Field(min_length=30, max_length=700, description=(
+        "Two or three sentences for the agent's briefing: the setting, who the agent is, and what it must "
+        "achieve. Concrete and specific to this world."))
+
+    # ---- checks ------------------------------------------------------------------------------------------
+    def problems(self) -> list[DomainProblem]:
+        """Every semantic problem: the shared text checks, then the family's own."""
+        return [*self._text_problems(), *self.family_problems()]
+
+    def family_problems(self) -> list[DomainProblem]:
+        """Referential integrity, uniqueness and variety for this family's mechanics (override)."""
+        return []
+
+    def _text_problems(self) -> Iterator[DomainProblem]:
+        texts = list(iter_texts(self))
+        for path, text in texts:
+            words = re.findall(r"[a-z/]+", text.lower())
+            if words and all(w in PLACEHOLDER_WORDS for w in words):
+                yield DomainProblem(path=path, message=f"{text!r} is a placeholder or a schema word, not content "
+                                    "of this world: write what this field means here")
+        long_texts = Counter(text for _, text in texts if len(text) >= 25)
+        for path, text in texts:
+            if long_texts.get(text, 0) >= 3 and len(text) >= 25:
+                yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
+                                    f"({text[:60]!r}...): each item needs its own words")
+                long_texts[text] = 0  # report a repeated text once
+
+
+def iter_texts(value: Any, path: str = "domain") -> Iterator[tuple[str, str]]:
+    """Every string in a domain, with its field path."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from iter_texts(getattr(value, name), f"{path}.{name}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from iter_texts(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from iter_texts(item, f"{path}.{key}")
+
+
+# ---- helpers for family_problems() ---------------------------------------------------------------------------
+def duplicates(items: Iterable[Any], key: str, path: str) -> list[DomainProblem]:
+    """Items of a list whose `key` repeats an earlier item's."""
+    seen: dict[str, int] = {}
+    problems = []
+    for i, item in enumerate(items):
+        value = getattr(item, key)
+        folded = value.lower() if isinstance(value, str) else value
+        if folded in seen:
+            problems.append(DomainProblem(path=f"{path}[{i}].{key}", message=f"{value!r} is already used by "
+                                          f"{path}[{seen[folded]}]: names must be unique"))
+        else:
+            seen[folded] = i
+    return problems
+
+
+def unknown_refs(values: Iterable[str], known: Iterable[str], path: str, what: str) -> list[DomainProblem]:
+    """References (by name) to things the domain does not define."""
+    known = set(known)
+    return [DomainProblem(path=f"{path}[{i}]" if not path.endswith("]") else path,
+                          message=f"{value!r} is not a defined {what} (defined: {', '.join(sorted(known)[:12])})")
+            for i, value in enumerate(values) if value not in known]
+
+
+def too_few(items: list[Any], minimum: int, path: str, why: str) -> list[DomainProblem]:
+    if len(items) >= minimum:
+        return []
+    return [DomainProblem(path=path, message=f"has {len(items)} item(s); at least {minimum} are needed {why}")]
+
+
+def bad_placeholders(text: str, allowed: Iterable[str], path: str) -> list[DomainProblem]:
+    unknown = placeholders(text) - set(allowed)
+    if not unknown:
+        return []
+    return [DomainProblem(path=path, message=f"unknown placeholder(s) {', '.join('{' + u + '}' for u in sorted(unknown))}"
+                          f"; allowed here: {', '.join('{' + a + '}' for a in sorted(allowed)) or 'none'}")]
+
+
+def identifier_problems(values: Iterable[str], path: str, field: str | None = None) -> list[DomainProblem]:
+    """Names the agent types into actions must be lowercase identifiers (letters, digits, underscores)."""
+    suffix = f".{field}" if field else ""
+    return [DomainProblem(path=f"{path}[{i}]{suffix}", message=f"{value!r} must be a lowercase identifier like "
+                          "'clogged_strainer' (letters, digits, underscores)")
+            for i, value in enumerate(values) if not _IDENT.match(value)]

@@ -1,0 +1,172 @@
+"""The sandbox interface, and the host's handle on a worker running inside one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+_EOF = object()  # sentinel: the worker closed its stdout
+WORKER_START_TIMEOUT_S = 60.0
+STDERR_CAP = 32 * 1024
+
+
+class SandboxInfo(BaseModel):
+    backend: str
+    isolated: bool
+    uid: int | None = None
+    network: str = "none"
+    limits: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+class SandboxUnavailable(Exception):
+    """The requested backend cannot run here; the message says what to install or start."""
+
+
+class WorkerDied(Exception):
+    """The worker process ended or stopped answering."""
+
+
+def python_paths() -> dict[str, Path]:
+    """What the sandbox must see (read-only) to run this very interpreter with openadapt importable."""
+    import openadapt
+
+    paths = {"prefix": Path(sys.prefix), "base_prefix": Path(sys.base_prefix)}
+    package = Path(openadapt.__file__).resolve().parent
+    if Path(sys.prefix) not in package.parents:
+        paths["openadapt"] = package  # an editable install: the package lives outside the environment
+    return paths
+
+
+class Sandbox(ABC):
+    """A backend that can start the validator's worker confined, with a host inbox (read-only inside) where
+    candidates are placed, and a writable scratch directory."""
+
+    name: str
+    isolated: bool
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.inbox = workdir / "inbox"
+        self.scratch = workdir / "scratch"
+
+    @abstractmethod
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
+        """argv that starts `python -m MODULE ARGS` inside the sandbox."""
+
+    @abstractmethod
+    def inside(self, host_path: Path) -> str:
+        """Where a host path under the inbox or scratch appears inside the sandbox."""
+
+    def worker_env(self) -> dict[str, str]:
+        """The whole environment of the worker: nothing from the host's (no API keys, no tokens)."""
+        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                "HOME": self.inside(self.scratch), "OMP_NUM_THREADS": "1"}
+
+    def info(self) -> SandboxInfo:
+        return SandboxInfo(backend=self.name, isolated=self.isolated)
+
+    def prepare(self) -> None:
+        self.inbox.mkdir(parents=True, exist_ok=True)
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        for folder in (self.workdir, self.inbox):
+            folder.chmod(0o755)
+
+    def close(self) -> None:  # noqa: B027  (optional: most backends hold nothing)
+        """Release what the backend holds (a uid slot)."""
+
+
+class WorkerHandle:
+    """A running worker: JSON requests in, one JSON reply out, with a hard wall-clock bound per request."""
+
+    def __init__(self, sandbox: Sandbox, command: list[str] | None = None):
+        self.sandbox = sandbox
+        self.stderr_tail = bytearray()
+        self._buffer = b""
+        started = time.monotonic()
+        self.proc = subprocess.Popen(
+            command or sandbox.worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=sandbox.worker_env(), cwd=str(sandbox.scratch), start_new_session=True,
+        )
+        self._stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_reader.start()
+        self.hello = self.request({"op": "ping"}, WORKER_START_TIMEOUT_S)
+        self.start_s = round(time.monotonic() - started, 3)
+
+    def _drain_stderr(self) -> None:
+        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):
+            self.stderr_tail.extend(chunk)
+            del self.stderr_tail[:-STDERR_CAP]
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if not self.alive:
+            raise WorkerDied(self._death())
+        try:
+            self.proc.stdin.write((json.dumps(message) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise WorkerDied(self._death()) from None
+        line = self._read_line(time.monotonic() + timeout_s)
+        if line is _EOF:  # the worker closed its output: it is exiting; report why, with its stderr
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+            self._stderr_reader.join(timeout=2)
+            raise WorkerDied(self._death())
+        if line is None:
+            alive = self.alive
+            self.kill()
+            raise WorkerDied(f"no reply within {timeout_s:.0f} s; sandbox killed" if alive else self._death())
+        return json.loads(line)
+
+    def _read_line(self, deadline: float) -> bytes | object | None:
+        """One reply line, `_EOF` when the worker closed its output, or None past the deadline (no thread per
+        request: select on the pipe)."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return _EOF
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def _death(self) -> str:
+        code = self.proc.poll()
+        tail = self.stderr_tail.decode("utf-8", "replace").strip().splitlines()[-5:]
+        return f"worker exited ({code}): " + " | ".join(tail)
+
+    def kill(self) -> None:
+        """Kill the whole sandbox (its process group; bwrap's pid namespace takes the rest with it)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def close(self) -> None:
+        if self.alive:
+            try:
+                self.proc.stdin.write(b'{"op": "shutdown"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=5)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                pass
+        self.kill()

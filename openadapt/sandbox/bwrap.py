@@ -1,0 +1,113 @@
+"""bubblewrap backend: namespaces (no network, private pid/ipc/uts), a read-only system, scratch-only writes,
+an unprivileged uid of its own with no capabilities, and a clean environment.
+
+As root, bwrap's user namespace maps root to root with full capabilities, so it does not isolate by itself:
+`setpriv` drops to a per-sandbox uid, clears groups and every capability and sets no-new-privs before Python
+starts. Each concurrent sandbox holds its own uid (RLIMIT_NPROC counts per uid).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from openadapt.sandbox.base import SandboxInfo, Sandbox, SandboxUnavailable, python_paths
+
+UID_BASE = 61000
+UID_SLOTS = 64
+TMPFS_BYTES = 256 * 1024 * 1024
+SYSTEM_ETC = ("ld.so.cache", "passwd", "group", "hosts", "nsswitch.conf", "localtime")
+
+
+def available() -> str | None:
+    """None when bwrap can run here, else what is missing."""
+    for tool in ("bwrap", "setpriv"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (Debian/Ubuntu: apt-get install bubblewrap util-linux)"
+    return None
+
+
+class BwrapSandbox(Sandbox):
+    name = "bwrap"
+    isolated = True
+
+    def __init__(self, workdir: Path):
+        super().__init__(workdir)
+        problem = available()
+        if problem:
+            raise SandboxUnavailable(problem)
+        self.uid, self._slot_lock = self._claim_uid()
+
+    def _claim_uid(self) -> tuple[int, object]:
+        """A uid no other live sandbox uses: a slot held by an exclusive lock for this sandbox's lifetime."""
+        slots = Path(os.environ.get("TMPDIR", "/tmp")) / "openadapt-sandbox-uids"
+        slots.mkdir(exist_ok=True)
+        for slot in range(UID_SLOTS):
+            handle = open(slots / f"{slot}.lock", "w")  # noqa: SIM115  (held open: the lock is the claim)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            return UID_BASE + slot, handle
+        raise SandboxUnavailable(f"all {UID_SLOTS} sandbox uids are in use")
+
+    def prepare(self) -> None:
+        super().prepare()
+        if os.geteuid() == 0:
+            os.chown(self.scratch, self.uid, self.uid)
+        self.scratch.chmod(0o700)
+
+    def inside(self, host_path: Path) -> str:
+        for name in ("inbox", "scratch"):
+            base = getattr(self, name)
+            if host_path == base or base in host_path.parents:
+                return str(Path("/tmp") / name / host_path.relative_to(base))
+        raise ValueError(f"{host_path} is not visible inside the sandbox")
+
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
+        argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--die-with-parent", "--new-session", "--clearenv",
+                "--ro-bind", "/usr", "/usr"]
+        for link in ("bin", "lib", "lib64", "sbin"):
+            target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
+            if target:
+                argv += ["--symlink", target, f"/{link}"]
+            elif os.path.isdir(f"/{link}"):
+                argv += ["--ro-bind", f"/{link}", f"/{link}"]
+        for name in SYSTEM_ETC:
+            if os.path.exists(f"/etc/{name}"):
+                argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        # /tmp is the sandbox's own tmpfs, mounted before the interpreter's paths so that a virtual environment
+        # that lives under the host's /tmp (a CI checkout, say) is bound on top of it, not hidden by it.
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp"]
+        made: set[str] = {"/", "/usr", "/etc", "/tmp"}
+        for path in dict.fromkeys(str(p) for p in python_paths().values()):
+            for parent in reversed(Path(path).parents):
+                if str(parent) not in made:  # bwrap would create it 0700: the uid could not traverse it
+                    argv += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(str(parent))
+            argv += ["--ro-bind", path, path]
+        argv += ["--ro-bind", str(self.inbox), "/tmp/inbox", "--bind", str(self.scratch), "/tmp/scratch",
+                 "--remount-ro", "/", "--chdir", "/tmp/scratch"]
+        for key, value in self.worker_env().items():
+            argv += ["--setenv", key, value]
+        argv += ["--", "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                 "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
+                 sys.executable, "-I", "-m", module, *args]
+        return argv
+
+    def info(self) -> SandboxInfo:
+        return SandboxInfo(
+            backend=self.name, isolated=True, uid=self.uid, network="none (private network namespace)",
+            limits={"tmpfs_bytes": TMPFS_BYTES},
+            notes=["read-only system, private pid/ipc/uts namespaces, scratch-only writes, no capabilities, "
+                   "no-new-privs, clean environment",
+                   "cgroups are not used: memory and processes are bounded by rlimits and the pid namespace"],
+        )
+
+    def close(self) -> None:
+        self._slot_lock.close()

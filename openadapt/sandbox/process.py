@@ -1,0 +1,28 @@
+"""process backend: rlimits and a clean environment only. NOT isolated: the candidate runs as the current user
+with the network and the filesystem reachable. Used only when asked for by name (`--sandbox process`); every
+report then says the run was not isolated."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from openadapt.sandbox.base import SandboxInfo, Sandbox
+
+
+class ProcessSandbox(Sandbox):
+    name = "process"
+    isolated = False
+
+    def inside(self, host_path: Path) -> str:
+        return str(host_path)
+
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
+        return [sys.executable, "-I", "-m", module, *args]
+
+    def info(self) -> SandboxInfo:
+        return SandboxInfo(
+            backend=self.name, isolated=False, network="host network (NOT isolated)",
+            notes=["NOT ISOLATED: the package ran as the current user with only rlimits and a clean environment; "
+                   "it could read files and reach the network"],
+        )

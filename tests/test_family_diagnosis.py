@@ -1,0 +1,244 @@
+import math
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from openadapt.envpkg.loader import SEEDS_DIR
+from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
+
+COMPONENTS = {"correctness", "efficiency", "quality", "calibration", "penalty"}
+
+
+def _trajectory(pkg, policy_name, seed, eci):
+    env = pkg.make_env()
+    policy = make_policy(pkg, policy_name)
+    steps = []
+    run_episode(env, policy, seed, eci, on_step=lambda a, o: steps.append((a.model_dump(), o.model_dump())))
+    return steps
+
+
+@pytest.mark.parametrize("eci", [1, 3, 5])
+def test_episode_is_a_function_of_seed_and_tier(triage, eci):
+    first = _trajectory(triage, "random", 11, eci)
+    assert first == _trajectory(triage, "random", 11, eci)
+    env = triage.make_env()
+    openings = {env.reset(seed=s, eci=eci).model_dump_json(exclude={"metadata"}) for s in range(20)}
+    assert len(openings) == 20
+
+
+def test_reset_seed_is_recorded_when_not_given(triage):
+    env = triage.make_env()
+    obs = env.reset(eci=2)
+    seed = obs.metadata["seed"]
+    again = env.reset(seed=seed, eci=2)
+    assert again.model_dump(exclude={"metadata"}) == obs.model_dump(exclude={"metadata"})
+
+
+def test_metadata_contract_on_every_final_observation(triage):
+    env = triage.make_env()
+    for eci in range(1, 6):
+        for policy in ("oracle", "heuristic", "random"):
+            obs = env.reset(seed=eci, eci=eci)
+            assert obs.metadata["eci"] == eci and obs.metadata["step"] == 0
+            agent = make_policy(triage, policy)
+            agent.begin(env, obs, random.Random(0))
+            while not obs.done:
+                obs = env.step(agent.act(obs))
+                assert obs.metadata["eci"] == eci and obs.eci == eci
+            meta = obs.metadata
+            assert isinstance(meta["solved"], bool)
+            assert 0.0 <= meta["solve_rate_signal"] <= 1.0
+            assert set(meta["reward_components"]) == COMPONENTS
+            assert meta["termination"] in {"agent", "budget_exhausted"}
+            assert meta["step"] <= triage.section.step_budget[eci]
+
+
+def test_solve_rate_signal_is_the_rolling_solve_rate(triage):
+    env = triage.make_env()
+    solved = []
+    for seed in range(6):
+        policy = make_policy(triage, "oracle" if seed % 2 else "random")
+        result = run_episode(env, policy, seed, 1)
+        solved.append(result.solved)
+    assert env._final.metadata["solve_rate_signal"] == pytest.approx(sum(solved) / len(solved), abs=1e-6)
+
+
+def test_rewards_stay_in_declared_range(triage):
+    low, high = triage.section.reward_range
+    env = triage.make_env()
+    for seed in range(60):
+        for policy in ("random", "heuristic", "oracle"):
+            agent = make_policy(triage, policy)
+            obs = env.reset(seed=seed, eci=seed % 5 + 1)
+            agent.begin(env, obs, random.Random(seed))
+            while not obs.done:
+                obs = env.step(agent.act(obs))
+                assert math.isfinite(obs.reward) and low <= obs.reward <= high
+            assert sum(obs.metadata["reward_components"].values()) <= high + 1e-9
+
+
+def test_tiers_are_really_harder(triage):
+    """Heuristic solve rate never rises with the tier and falls clearly from ECI 1 to 5; the oracle solves."""
+    oracle = evaluate(triage, "oracle", range(1, 6), 100)
+    heuristic = evaluate(triage, "heuristic", range(1, 6), 100)
+    rates = [heuristic.tier(t).solve_rate for t in range(1, 6)]
+    assert all(b <= a for a, b in zip(rates, rates[1:], strict=False)), rates
+    assert rates[0] - rates[4] >= 0.5, rates
+    rewards = [heuristic.tier(t).mean_return for t in range(1, 6)]
+    assert all(b <= a for a, b in zip(rewards, rewards[1:], strict=False)), rewards
+    for t in range(1, 6):
+        assert oracle.tier(t).solve_rate >= 0.95
+        assert oracle.tier(t).mean_return >= triage.section.solved_reward
+    assert oracle.seed_start == EVAL_SEED_START
+
+
+def _diagnose(env, **overrides):
+    inc = env.oracle_view()
+    fields = dict(tool="diagnose_incident", component=inc.root, fault=inc.fault.id,
+                  fix=inc.fix, evidence=[], confidence=0.9,
+                  reasoning=f"{inc.root} shows the fault in its own logs and metrics right now.")
+    fields.update(overrides)
+    return env.step(env.action_type(**fields))
+
+
+def test_correct_diagnosis_with_observed_evidence_scores_full(triage):
+    env = triage.make_env()
+    obs = env.reset(seed=4, eci=1)
+    line = next(x for x in obs.logs if x in env.oracle_view().supporting)
+    final = _diagnose(env, evidence=[line], confidence=1.0)
+    assert final.metadata["solved"] and final.reward == pytest.approx(1.0)
+
+
+def test_keyword_stuffing_is_penalised(triage):
+    env = triage.make_env()
+    env.reset(seed=4, eci=1)
+    final = _diagnose(env, reasoning="memory_leak disk_full bad_deploy cpu_saturation dns_misconfiguration "
+                                     "certificate_expired")
+    assert final.metadata["reward_components"]["penalty"] <= -0.2
+
+
+def test_invented_evidence_is_penalised(triage):
+    env = triage.make_env()
+    env.reset(seed=4, eci=1)
+    final = _diagnose(env, evidence=["ERROR kernel panic: the root cause is obvious"])
+    assert final.metadata["reward_components"]["penalty"] == pytest.approx(-0.15)
+
+
+def test_overconfidence_when_wrong_is_penalised(triage):
+    env = triage.make_env()
+    env.reset(seed=4, eci=1)
+    wrong = next(s for s in env.observe()["components"] if s != env.oracle_view().root)
+    final = _diagnose(env, component=wrong, confidence=0.99)
+    meta = final.metadata
+    assert not meta["solved"]
+    assert meta["reward_components"]["penalty"] == pytest.approx(-0.15)
+    assert meta["reward_components"]["calibration"] < 0.01
+
+
+def test_efficiency_falls_with_wasted_steps(triage):
+    env = triage.make_env()
+    env.reset(seed=9, eci=1)
+    fast = _diagnose(env).metadata["reward_components"]["efficiency"]
+    env.reset(seed=9, eci=1)
+    for svc in ("orders-db", "users-db", "event-bus"):
+        env.step(triage.action_cls(tool="read_runbook", component=svc))
+    slow = _diagnose(env).metadata["reward_components"]["efficiency"]
+    assert fast == pytest.approx(0.30) and slow < fast
+
+
+def test_hidden_constraint_only_revealed_by_the_root_runbook(triage):
+    env = triage.make_env()
+    seed = next(s for s in range(200) if (env.reset(seed=s, eci=4), env.oracle_view().constrained)[1])
+    obs = env.reset(seed=seed, eci=4)
+    inc = env.oracle_view()
+    assert inc.fix != inc.fault.fix
+    assert inc.fix not in obs.model_dump_json()
+    obs = env.step(triage.action_cls(tool="read_runbook", component=inc.root))
+    assert any(inc.fix in note for note in obs.notes)
+
+
+def test_malformed_completion_costs_the_declared_penalty(triage):
+    env = triage.make_env()
+    env.reset(seed=1, eci=1)
+    parsed = triage.protocol.parse("I think it is the database")
+    obs = env.step(parsed.action)
+    assert obs.error == "malformed_completion" and "no JSON object" in obs.feedback
+    assert obs.reward == triage.section.malformed_reward
+    assert not obs.done and obs.metadata["step"] == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        ({}, "missing_tool"),
+        ({"tool": "inspect_logs"}, "missing_component"),
+        ({"tool": "inspect_logs", "component": "mainframe"}, "unknown_component"),
+        ({"tool": "diagnose_incident", "component": "orders-db"}, "incomplete_diagnosis"),
+    ],
+)
+def test_invalid_actions_are_rejected_with_a_code_and_penalty(triage, payload, code):
+    env = triage.make_env()
+    env.reset(seed=1, eci=1)
+    obs = env.step(triage.action_cls(**payload))
+    assert obs.error == code and obs.feedback
+    assert obs.reward == triage.section.invalid_action_reward and not obs.done
+
+
+def test_wrong_typed_action_is_rejected_by_the_schema(triage):
+    with pytest.raises(ValueError):
+        triage.action_cls.model_validate({"tool": "inspect_logs", "component": ["a"], "confidence": "high"})
+
+
+def test_budget_exhaustion_ends_unsolved(triage):
+    env = triage.make_env()
+    env.reset(seed=2, eci=5)
+    budget = triage.section.step_budget[5]
+    for i in range(budget):
+        obs = env.step(triage.action_cls(tool="read_runbook", component="users-db"))
+        assert obs.done == (i == budget - 1)
+    assert obs.metadata["termination"] == "budget_exhausted" and not obs.metadata["solved"]
+
+
+def test_stepping_after_done_is_harmless(triage):
+    env = triage.make_env()
+    result = run_episode(env, make_policy(triage, "oracle"), 3, 2)
+    again = env.step(triage.action_cls(tool="inspect_logs", component="orders-db"))
+    assert again.done and again.reward == 0.0 and again.error == "episode_over"
+    assert env.state.step_count == result.steps
+
+
+def test_unsupported_tier_is_refused(triage):
+    env = triage.make_env()
+    with pytest.raises(ValueError, match="eci=9 is not a supported tier"):
+        env.reset(seed=1, eci=9)
+
+
+def test_state_never_holds_the_answer(triage):
+    env = triage.make_env()
+    env.reset(seed=8, eci=4)
+    state = env.state.model_dump_json()
+    inc = env.oracle_view()
+    assert inc.fault.id not in state and inc.root not in state
+    assert env.state.step_budget == triage.section.step_budget[4]
+
+
+def test_openenv_static_validation_passes(tmp_path):
+    pkg = tmp_path / "incident_triage"
+    shutil.copytree(SEEDS_DIR / "incident_triage", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    result = subprocess.run([sys.executable, "-m", "openenv.cli", "validate", "--level", "static", str(pkg)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  static.manifest" in result.stdout and "Verdict: PASS" in result.stdout
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [({"eci": True}, "eci=True"), ({"seed": "x"}, "seed='x'")])
+def test_bad_reset_arguments_leave_the_episode_alone(triage, kwargs, message):
+    env = triage.make_env()
+    env.reset(seed=3, eci=2)
+    before = env.state.model_dump()
+    with pytest.raises(ValueError, match=message):
+        env.reset(**{"seed": 1, "eci": 4, **kwargs})
+    assert env.state.model_dump() == before and env.tier.eci == 2

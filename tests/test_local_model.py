@@ -1,0 +1,387 @@
+"""The embedded model backend: the store (pull, join, verify, resolve) on fake parts built here as real wheels
+and fetched by real pip from a local folder; the endpoint client's schema support against the loopback server;
+and, when the 0.5B model is in the cache, the real model through llama.cpp."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+from openadapt.designer.chat import ChatBackend, Completion, ReplyError, SchemaError, Usage
+from openadapt.designer.llm import LLMClient, LLMConfig
+from openadapt.designer.local import store
+from openadapt.designer.local.backend import LocalSettings, default_threads
+from openadapt.designer.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
+from openadapt.designer.local.errors import ModelCorruptError, ModelNotInstalledError, PullError
+from openadapt.designer.local.gguf_header import read_gguf_info
+from openadapt.errors import UsageError
+
+FAKE_ID = "fake-model"
+
+
+# ------------------------------------------------------------------------------------------ fake parts and GGUFs
+
+
+def gguf_bytes(name: str | None = "Tiny Test Model", tail: bytes = b"") -> bytes:
+    """A GGUF v3 header: an array and a u32 before general.name, to exercise skipping."""
+    def s(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    kvs = [s("general.architecture") + struct.pack("<I", 8) + s("llama"),
+           s("general.tags") + struct.pack("<IIQ", 9, 8, 2) + s("a") + s("bc"),
+           s("x.counts") + struct.pack("<IIQ", 9, 4, 3) + struct.pack("<3I", 1, 2, 3),
+           s("general.file_type") + struct.pack("<II", 4, 15)]
+    if name is not None:
+        kvs.append(s("general.name") + struct.pack("<I", 8) + s(name))
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs) + tail
+
+
+def build_wheel(folder: Path, package: str, version: str, member: str, data: bytes) -> Path:
+    """A minimal but valid wheel holding `data` at `member`, as the model-part packages are."""
+    dist = package.replace("-", "_")
+    path = folder / f"{dist}-{version}-py3-none-any.whl"
+    info = f"{dist}-{version}.dist-info"
+    files = {f"{dist}/__init__.py": b"", member: data,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n".encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+        archive.writestr(f"{info}/RECORD", record)
+    return path
+
+
+@dataclass
+class Fake:
+    model: CatalogueModel
+    catalogue: dict[str, CatalogueModel]
+    wheels: Path  # the part wheels, as a --find-links folder
+    root: Path  # the model cache ($OPENADAPT_MODELS_DIR)
+    joined: bytes  # what the joined file must be
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """Three part wheels in a folder, a catalogue entry pinned to their joined sha256, an empty cache."""
+    chunks = [gguf_bytes(tail=os.urandom(3000)), os.urandom(4096), os.urandom(1234)]
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    parts = []
+    for i, chunk in enumerate(chunks, start=1):
+        part = ModelPart(package=f"openadapt-fake-part{i}", version="1.0.0",
+                         member=f"openadapt_fake_part{i}/data/part{i:02d}.bin", size=len(chunk))
+        build_wheel(wheels, part.package, part.version, part.member, chunk)
+        parts.append(part)
+    joined = b"".join(chunks)
+    model = CatalogueModel(id=FAKE_ID, display_name="Fake", gguf_name="Tiny Test Model", architecture="llama",
+                           quantization="none", parts=tuple(parts), size=len(joined),
+                           sha256=hashlib.sha256(joined).hexdigest(), licence="Apache-2.0")
+    root = tmp_path / "models"
+    monkeypatch.setenv(store.ENV_MODELS_DIR, str(root))
+    monkeypatch.delenv(store.ENV_LOCAL_MODEL, raising=False)
+
+    return Fake(model=model, catalogue={FAKE_ID: model}, wheels=wheels, root=root, joined=joined)
+
+
+def pull_fake(fake, events=None, **kw):
+    return store.pull(FAKE_ID, (events.append if events is not None else None), find_links=fake.wheels,
+                      catalogue=kw.pop("catalogue", fake.catalogue), batch_size=2, **kw)
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if not p.name.endswith(".lock"))
+
+
+# ----------------------------------------------------------------------------------------------------- the store
+
+
+def test_pull_joins_in_order_verifies_and_records(fake):
+    events: list[store.PullEvent] = []
+    result = pull_fake(fake, events)
+    assert result.state == "installed" and result.path == fake.root / f"{FAKE_ID}.gguf"
+    assert result.path.read_bytes() == fake.joined
+    assert leftovers(fake.root) == [f"{FAKE_ID}.gguf", f"{FAKE_ID}.json"]  # no partial, no downloads
+    record = json.loads((fake.root / f"{FAKE_ID}.json").read_text())
+    assert record["sha256"] == fake.model.sha256 and record["size"] == len(fake.joined)
+    assert record["sources"] == [f"openadapt-fake-part{i}==1.0.0" for i in (1, 2, 3)] and record["pulled_at"]
+    joins = [e for e in events if e.phase == "join"]
+    assert [e.part for e in joins] == [1, 2, 3] and joins[-1].bytes_done == len(fake.joined)
+    downloaded = [e for e in events if e.phase == "download" and e.message.startswith("downloaded")]
+    assert [e.part for e in downloaded] == [1, 2, 3]  # one progress line per part, two pip batches
+    assert events[-1].phase == "done"
+
+
+def test_pull_is_idempotent(fake):
+    pull_fake(fake)
+    for wheel in fake.wheels.iterdir():  # a second pull must not need the parts at all
+        wheel.unlink()
+    events: list[store.PullEvent] = []
+    assert pull_fake(fake, events).state == "installed"
+    assert [e.phase for e in events] == ["cached"]
+
+
+def test_wrong_pin_leaves_nothing_that_looks_complete(fake):
+    bad = fake.model.model_copy(update={"sha256": "0" * 64})
+    with pytest.raises(PullError, match="does not match its pin"):
+        pull_fake(fake, catalogue={FAKE_ID: bad})
+    assert leftovers(fake.root) == []
+
+
+def test_part_of_the_wrong_size_is_refused(fake):
+    parts = list(fake.model.parts)
+    parts[1] = parts[1].model_copy(update={"size": parts[1].size + 1})
+    bad = fake.model.model_copy(update={"parts": tuple(parts)})
+    with pytest.raises(PullError, match="part02.bin .* expected 4,097 B"):
+        pull_fake(fake, catalogue={FAKE_ID: bad})
+    assert leftovers(fake.root) == []
+
+
+def test_a_part_pip_cannot_find_is_a_clear_error(fake):
+    (fake.wheels / "openadapt_fake_part3-1.0.0-py3-none-any.whl").unlink()
+    with pytest.raises(PullError, match=r"could not download openadapt-fake-part3==1\.0\.0"):
+        pull_fake(fake)
+    assert leftovers(fake.root) == []
+
+
+def test_interrupted_pull_removes_its_partial_file(fake):
+    def interrupt(event):
+        if event.phase == "join":
+            assert (fake.root / f"{FAKE_ID}.gguf.partial").is_file()
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        store.pull(FAKE_ID, interrupt, find_links=fake.wheels, catalogue=fake.catalogue)
+    assert leftovers(fake.root) == []
+    assert store.status(FAKE_ID, catalogue=fake.catalogue).state == "missing"
+
+
+def test_missing_model_names_the_command_that_fixes_it(fake):
+    with pytest.raises(ModelNotInstalledError) as caught:
+        store.resolve_model(FAKE_ID, catalogue=fake.catalogue)
+    assert "openadapt models pull fake-model" in str(caught.value) and "\n" not in str(caught.value)
+    assert isinstance(caught.value, UsageError)
+    with pytest.raises(ModelNotInstalledError, match="openadapt models pull fake-model"):
+        store.verify(FAKE_ID, catalogue=fake.catalogue)
+
+
+def test_corrupt_model_is_detected_and_named(fake):
+    path = pull_fake(fake).path
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))  # same size, new mtime: the sidecar no longer vouches, so it is re-hashed
+    listed = store.list_models(catalogue=fake.catalogue)
+    assert listed[0].state == "corrupt" and "sha256" in listed[0].detail
+    with pytest.raises(ModelCorruptError, match=r"corrupt \(sha256 .*: run `openadapt models pull fake-model`"):
+        store.resolve_model(FAKE_ID, catalogue=fake.catalogue)
+    path.write_bytes(bytes(data[:-10]))
+    assert store.status(FAKE_ID, catalogue=fake.catalogue).detail.startswith("size")
+    # A pull replaces a corrupt file.
+    assert pull_fake(fake).state == "installed" and path.read_bytes() == fake.joined
+
+
+def test_verify_rehashes_what_the_sidecar_vouches_for(fake):
+    path = pull_fake(fake).path
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the quick check cannot see this change
+    assert store.status(FAKE_ID, catalogue=fake.catalogue).state == "installed"
+    with pytest.raises(ModelCorruptError):
+        store.verify(FAKE_ID, catalogue=fake.catalogue)
+    assert store.status(FAKE_ID, catalogue=fake.catalogue, deep=True).state == "corrupt"
+
+
+def test_resolve_a_catalogue_model_and_the_environment_variable(fake, monkeypatch):
+    pull_fake(fake)
+    resolved = store.resolve_model(FAKE_ID, catalogue=fake.catalogue)
+    assert resolved.model_id == FAKE_ID and resolved.sha256 == fake.model.sha256 and resolved.name == "Tiny Test Model"
+    monkeypatch.setenv(store.ENV_LOCAL_MODEL, FAKE_ID)
+    assert store.resolve_model(None, catalogue=fake.catalogue).path == resolved.path
+
+
+def test_resolve_a_users_own_gguf(fake, tmp_path):
+    own = tmp_path / "my-model.gguf"
+    own.write_bytes(gguf_bytes("My Llama 8B", tail=b"\0" * 100))
+    resolved = store.resolve_model(str(own))
+    assert resolved.model_id is None and resolved.name == "My Llama 8B" and resolved.architecture == "llama"
+    assert resolved.sha256 == hashlib.sha256(own.read_bytes()).hexdigest() and resolved.size == own.stat().st_size
+    assert str(own) in "".join(json.loads((fake.root / store.USER_HASHES).read_text()))  # hashed once, remembered
+    nameless = tmp_path / "nameless.gguf"
+    nameless.write_bytes(gguf_bytes(None))
+    assert store.resolve_model(nameless).name == "nameless"
+
+
+def test_resolve_refuses_what_is_not_a_gguf(fake, tmp_path):
+    text = tmp_path / "notes.gguf"
+    text.write_text("hello, I am not a model")
+    with pytest.raises(ModelCorruptError, match="not a GGUF model file"):
+        store.resolve_model(str(text))
+    with pytest.raises(ModelNotInstalledError, match="no model file at"):
+        store.resolve_model(str(tmp_path / "absent.gguf"))
+    with pytest.raises(UsageError, match="unknown local model 'qwen-9000'.*qwen2.5-coder-1.5b"):
+        store.resolve_model("qwen-9000")
+
+
+def test_gguf_header_reader_skips_arrays():
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".gguf") as f:
+        f.write(gguf_bytes("Named"))
+        f.flush()
+        info = read_gguf_info(Path(f.name))
+    assert info.version == 3 and info.name == "Named" and info.metadata["general.file_type"] == 15
+
+
+def test_store_command_line_lists_the_catalogue(fake, capsys):
+    assert store.main(["list", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == list(CATALOGUE) and {r["state"] for r in rows} == {"missing"}
+    assert store.main(["verify"]) == 2  # nothing installed in this cache: a usage error naming the fix
+    assert "openadapt models pull qwen2.5-coder-1.5b" in capsys.readouterr().err
+
+
+def test_catalogue_pins_are_consistent():
+    for model in CATALOGUE.values():
+        assert sum(p.size for p in model.parts) == model.size
+        assert len(model.sha256) == 64 and all(p.requirement.count("==") == 1 for p in model.parts)
+        assert [p.member[-6:-4] for p in model.parts] == [f"{i:02d}" for i in range(1, len(model.parts) + 1)]
+
+
+def test_threads_setting(monkeypatch):
+    monkeypatch.delenv("OPENADAPT_THREADS", raising=False)
+    assert default_threads() == 1 and LocalSettings().threads == 1
+    monkeypatch.setenv("OPENADAPT_THREADS", "2")
+    assert LocalSettings().threads == 2
+    monkeypatch.setenv("OPENADAPT_THREADS", "two")
+    with pytest.raises(UsageError, match="OPENADAPT_THREADS='two' is not a thread count"):
+        default_threads()
+
+
+# ------------------------------------------------------------------------------------ the shared chat contract
+
+
+class Fault(BaseModel):
+    name: str = Field(min_length=1)
+    severity: int = Field(ge=1, le=5)
+    symptoms: list[str] = Field(min_length=1, max_length=3)
+
+
+def test_completion_parse_as_explains_failures():
+    good = Completion(text='{"name": "leak", "severity": 2, "symptoms": ["wet floor"]}', finish_reason="stop")
+    assert good.parse_as(Fault).severity == 2
+    with pytest.raises(ReplyError, match="cut off at the token limit after 7 tokens"):
+        Completion(text='{"name": "le', finish_reason="length", usage=Usage(completion_tokens=7)).parse_as(Fault)
+    with pytest.raises(ReplyError, match="not JSON"):
+        Completion(text="leak", finish_reason="stop").parse_as(Fault)
+    with pytest.raises(ReplyError, match="severity"):
+        Completion(text='{"name": "leak", "severity": 9, "symptoms": ["x"]}', finish_reason="stop").parse_as(Fault)
+
+
+def test_endpoint_client_sends_schemas_and_max_tokens(llm):
+    from fake_openai import Scripted
+
+    key = "sk-test-SECRET-local-7e1"
+    client = LLMClient(LLMConfig(base_url=llm.base_url, model="designer-1", api_key=key, seed=5))
+    assert isinstance(client, ChatBackend)
+    schema = Fault.model_json_schema()
+    llm.replies = [Scripted('{"name": "leak", "severity": 2, "symptoms": ["wet"]}'), Scripted("{}")]
+    reply = client.complete([{"role": "user", "content": "a fault"}], schema=schema, max_tokens=321)
+    assert reply.parse_as(Fault).name == "leak" and reply.constrained and reply.tokens_per_s
+    sent = llm.requests[0]
+    assert sent["max_tokens"] == 321 and sent["seed"] == 5
+    assert sent["response_format"] == {"type": "json_schema",
+                                       "json_schema": {"name": "Fault", "schema": schema, "strict": True}}
+    server_style = LLMClient(LLMConfig(base_url=llm.base_url, model="designer-1", schema_format="json_object"))
+    server_style.complete([{"role": "user", "content": "a fault"}], schema=schema)
+    assert llm.requests[1]["response_format"] == {"type": "json_object", "schema": schema}
+    assert llm.requests[1]["max_tokens"] == 8192 and "seed" not in llm.requests[1]
+    info = client.describe()
+    assert info.kind == "endpoint" and info.base_url == llm.base_url and info.sampling.seed == 5
+    assert key not in info.model_dump_json() and key not in client.config.model_dump_json()
+
+
+# -------------------------------------------------------------------------------------------- the real 0.5B model
+
+REAL = "qwen2.5-coder-0.5b"
+
+
+def _real_model_missing() -> str | None:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return "llama-cpp-python is not installed (bash scripts/fetch_models.sh)"
+    state = store.status(REAL).state
+    if state != "installed":
+        return f"{REAL} is {state} in {store.models_dir()} (bash scripts/fetch_models.sh {REAL})"
+    return None
+
+
+_SKIP = _real_model_missing()
+real_model = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
+
+
+@pytest.fixture(scope="module")
+def small():
+    from openadapt.designer.local.backend import LocalLLM
+
+    events = []
+    backend = LocalLLM(LocalSettings(model=REAL, n_ctx=2048, temperature=0.8, seed=7, max_tokens=96),
+                       on_load=events.append)
+    assert [e.phase for e in events] == ["loading", "loaded"]
+    return backend
+
+
+PROMPT = [{"role": "user", "content": "In one sentence, why do irrigation pumps lose pressure?"}]
+
+
+@real_model
+def test_real_model_seeded_sampling_is_deterministic(small):
+    from openadapt.designer.local.backend import LocalLLM
+
+    first = small.complete(PROMPT, max_tokens=40)
+    small.complete([{"role": "user", "content": "Say something else entirely."}], max_tokens=8)  # disturb the cache
+    again = small.complete(PROMPT, max_tokens=40)
+    assert first.text and first.text == again.text
+    assert first.usage.completion_tokens > 0 and first.tokens_per_s and first.prompt_tokens_per_s
+    assert first.finish_reason in {"stop", "length"}
+    twin = LocalLLM(small.settings)  # same file and settings: the process keeps one loaded model
+    assert twin._loaded is small._loaded
+    info = small.describe()
+    assert info.kind == "local" and info.sha256 == CATALOGUE[REAL].sha256 and info.sampling.seed == 7
+    assert info.model == CATALOGUE[REAL].gguf_name and info.threads == default_threads()
+
+
+@real_model
+def test_real_model_schema_constrained_reply_validates(small):
+    reply = small.complete([{"role": "user", "content": "Describe one fault of a farm irrigation pump as JSON."}],
+                           schema=Fault.model_json_schema(), max_tokens=200)
+    assert reply.constrained and reply.finish_reason == "stop", reply.text
+    fault = reply.parse_as(Fault)
+    assert 1 <= fault.severity <= 5 and 1 <= len(fault.symptoms) <= 3
+
+
+@real_model
+def test_real_model_refuses_a_schema_it_cannot_enforce(small):
+    with pytest.raises(SchemaError, match="cannot be compiled to a llama.cpp grammar"):
+        small.complete(PROMPT, schema={"type": "object", "properties": {"x": {"type": "strng"}}})
+    with pytest.raises(SchemaError):
+        small.grammar_for({"type": "object", "properties": {"x": {"$ref": "#/$defs/Missing"}}})
+
+
+@real_model
+def test_real_model_reports_truncation(small):
+    reply = small.complete(PROMPT, schema=Fault.model_json_schema(), max_tokens=4)
+    assert reply.finish_reason == "length" and reply.truncated and reply.usage.completion_tokens == 4
+    with pytest.raises(ReplyError, match="cut off"):
+        reply.parse_as(Fault)
