@@ -339,7 +339,7 @@ def validate(
 @app.command()
 @_reports_errors
 def generate(
-    task: Annotated[str, typer.Argument(help="what the environment should train, in words")],
+    task: Annotated[str, typer.Argument(help="what the environment should train, in words")] = "",
     output: Annotated[Path, typer.Option(help="where packages go")] = Path("generated_envs"),
     name: Annotated[str | None, typer.Option(help="package name (default: from the task's words)")] = None,
     max_attempts: Annotated[int, typer.Option(min=1, help="design/validate/repair rounds")] = 4,
@@ -347,25 +347,22 @@ def generate(
     sandbox: Annotated[str, typer.Option(help="validator sandbox: auto, docker, bwrap, process")] = "auto",
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint (env OPENADAPT_BASE_URL)")] = None,
     model: Annotated[str | None, typer.Option(help="model name (env OPENADAPT_MODEL)")] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="use the offline blueprint designer even when an "
-                                          "endpoint is configured")] = False,
+    example: Annotated[str | None, typer.Option(help="publish a family's own example domain, labelled as such "
+                                                "(FAMILY:EXAMPLE, e.g. diagnosis:incident_triage)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
 ) -> None:
     """Design an environment package for TASK, validate it in the sandbox, repair it from the validator's
     feedback, and publish it under generated_envs/ (exit 0 published, 1 not validated, 2 bad input,
     4 LLM endpoint error). The API key comes from OPENADAPT_API_KEY or OPENAI_API_KEY only."""
+    from openadapt.designer.catalog import describe_designer
     from openadapt.designer.generate import GenerateRequest
     from openadapt.designer.generate import generate as run_generate
     from openadapt.designer.llm import LLMConfig
+    from openadapt.sandbox import SandboxChoice
 
-    if sandbox not in ("auto", "docker", "bwrap", "process"):
-        raise typer.BadParameter(f"{sandbox!r}: choose auto, docker, bwrap or process", param_hint="--sandbox")
-    llm = None if offline else LLMConfig.from_env(base_url=base_url, model=model)
+    llm = None if example else LLMConfig.from_env(base_url=base_url, model=model)
     request = GenerateRequest(task=task, output_root=output, name=name, max_attempts=max_attempts, force=force,
-                              sandbox=sandbox, llm=llm)
-    if llm is None and not as_json:
-        err.print("[yellow]offline designer[/yellow]: no LLM endpoint configured (set OPENADAPT_BASE_URL, "
-                  "OPENADAPT_MODEL and OPENADAPT_API_KEY to use one); composing from a blueprint")
+                              sandbox=SandboxChoice.parse(sandbox), llm=llm, example=example)
     with err.status("starting", spinner="dots") as status:
         def progress(phase: str, attempt: int, detail: str) -> None:
             status.update(f"attempt {attempt}/{max_attempts}: {phase} ({detail})")
@@ -381,8 +378,7 @@ def generate(
     table = Table(title=f"generate: {result.name}", show_header=False)
     rows = [("result", "[green]published[/]" if result.ok else "[red]not validated[/]"),
             ("path", str(result.path or result.failed_dir)),
-            ("designer", f"offline, blueprint {designer.blueprint} ({designer.family})" if designer.backend == "offline"
-             else f"{designer.backend}: {designer.model} at {designer.base_url}"),
+            ("designer", describe_designer(designer)),
             ("attempts", ", ".join(f"{a.attempt}: {a.verdict or 'unusable'}" + (
                 f" ({', '.join(a.failing_checks[:4])})" if a.failing_checks else "") for a in p.attempts)),
             ("tokens", f"{p.usage.prompt_tokens} in, {p.usage.completion_tokens} out"),
@@ -426,7 +422,7 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="print the provenance as JSON")] = False,
 ) -> None:
     """A generated package's provenance: task, designer, attempts and what they failed, validation, digest."""
-    from openadapt.designer.catalog import load_provenance
+    from openadapt.designer.catalog import describe_designer, load_provenance
 
     provenance, files = load_provenance(root, name)
     if as_json:
@@ -435,8 +431,7 @@ def show(
     d = provenance.designer
     out.print(f"[bold]{provenance.name}[/bold]  (openadapt {provenance.openadapt_version})", highlight=False)
     out.print(f"task: {provenance.task}", highlight=False)
-    out.print("designer: " + (f"offline, blueprint {d.blueprint} ({d.family})" if d.backend == "offline"
-                              else f"{d.backend} {d.model} at {d.base_url}"), highlight=False)
+    out.print("designer: " + describe_designer(d), highlight=False)
     table = Table(title="attempts")
     for column in ("#", "verdict", "failing checks", "tokens in/out", "design s", "validate s"):
         table.add_column(column, overflow="fold")
@@ -521,7 +516,6 @@ def curriculum(
     escalation_attempts: Annotated[int, typer.Option(min=1, help="designer+validator rounds per escalation "
                                                      "before the run stops as blocked")] = 2,
     designer_attempts: Annotated[int, typer.Option(min=1, help="LLM repair attempts within a round")] = 3,
-    offline: Annotated[bool, typer.Option("--offline", help="offline designer even with an endpoint")] = False,
 ) -> None:
     """Train on SOURCE and raise its ECI tier each time the windowed solve rate reaches --threshold, with the
     designer making the harder tier and the validator certifying it. Survives kill -9: continue with --resume."""
@@ -531,7 +525,7 @@ def curriculum(
     from openadapt.curriculum.rule import RuleConfig
     from openadapt.designer.llm import LLMConfig
 
-    llm = None if offline else LLMConfig.from_env(base_url=designer_base_url, model=designer_model)
+    llm = LLMConfig.from_env(base_url=designer_base_url, model=designer_model)
     if resume is not None:
         if output is not None and output != resume:
             raise UsageError("--resume names the run directory; drop --output")

@@ -40,3 +40,14 @@ def triage_copy(tmp_path) -> Path:
     dest = tmp_path / "incident_triage"
     shutil.copytree(SEEDS_DIR / "incident_triage", dest, ignore=shutil.ignore_patterns("__pycache__"))
     return dest
+
+
+GUESS = Path(__file__).parent / "fixtures" / "guess_env"
+
+
+@pytest.fixture
+def guess_copy(tmp_path) -> Path:
+    """A writable copy of the guess_env fixture: a format-v1 package with its own (untrusted) mechanics code."""
+    dest = tmp_path / "guess_env"
+    shutil.copytree(GUESS, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return dest

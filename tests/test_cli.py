@@ -52,30 +52,35 @@ def test_package_without_manifest_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "has no openenv.yaml" in result.output
 
 
-def test_untrusted_package_needs_trust(triage_copy):
-    result = run("eval", str(triage_copy), "--episodes", "2")
+def test_untrusted_package_needs_trust(guess_copy):
+    result = run("eval", str(guess_copy), "--episodes", "2")
     assert result.exit_code == 2 and "--trust" in result.output
-    result = run("eval", str(triage_copy), "--episodes", "2", "--eci", "1", "--trust")
+    result = run("eval", str(guess_copy), "--episodes", "2", "--eci", "1", "--trust")
+    assert result.exit_code == 0, result.output
+
+
+def test_family_package_copy_runs_without_trust(triage_copy):
+    result = run("eval", str(triage_copy), "--episodes", "2", "--eci", "1")
     assert result.exit_code == 0, result.output
 
 
 def test_info_shows_the_manifest():
     result = run("info", "seed:incident_triage")
-    assert result.exit_code == 0 and "ECI 5: 5" in result.output and "TriageOracle" in result.output
+    assert result.exit_code == 0 and "ECI 5: 5" in result.output and "diagnosis@1" in result.output
 
 
 def test_play_uses_the_text_protocol(triage):
     env = triage.make_env()
     env.reset(seed=42, eci=1)
     inc = env.oracle_view()
-    answer = json.dumps({"tool": "diagnose_incident", "service": inc.root, "root_cause": inc.fault.root_cause,
-                         "mitigation": inc.mitigation, "confidence": 0.9, "reasoning": "looks right"})
-    script = "\n".join(["this is not json", '{"tool": "inspect_logs", "service": "mainframe"}', answer]) + "\n"
+    answer = json.dumps({"tool": "diagnose_incident", "component": inc.root, "fault": inc.fault.id,
+                         "fix": inc.fix, "confidence": 0.9, "reasoning": "looks right"})
+    script = "\n".join(["this is not json", '{"tool": "inspect_logs", "component": "mainframe"}', answer]) + "\n"
     result = run("play", "seed:incident_triage", "--seed", "42", "--eci", "1", input=script)
     assert result.exit_code == 0, result.output
     assert "Reply with exactly one JSON object" in result.output  # the system prompt an LLM sees
     assert "not an action" in result.output and "reward -0.100" in result.output
-    assert "error: unknown_service" in result.output
+    assert "error: unknown_component" in result.output
     assert '"solved": true' in result.output
 
 

@@ -68,15 +68,15 @@ def test_reward_component_rejects_nan():
 @pytest.mark.parametrize(
     "completion",
     [
-        '{"tool": "inspect_logs", "service": "orders-db"}',
-        'I will look at the logs.\n```json\n{"tool": "inspect_logs", "service": "orders-db"}\n```\nDone.',
-        'Thinking {not json} then {"tool": "inspect_logs", "service": "orders-db"} trailing',
+        '{"tool": "inspect_logs", "component": "orders-db"}',
+        'I will look at the logs.\n```json\n{"tool": "inspect_logs", "component": "orders-db"}\n```\nDone.',
+        'Thinking {not json} then {"tool": "inspect_logs", "component": "orders-db"} trailing',
     ],
 )
 def test_protocol_parses_real_completions(triage, completion):
     parsed = triage.protocol.parse(completion)
     assert parsed.ok, parsed.error
-    assert parsed.action.tool == "inspect_logs" and parsed.action.service == "orders-db"
+    assert parsed.action.tool == "inspect_logs" and parsed.action.component == "orders-db"
     assert not parsed.action.metadata
 
 
@@ -84,7 +84,7 @@ def test_protocol_parses_real_completions(triage, completion):
     ("completion", "reason"),
     [
         ("inspect the logs of orders-db please", "no JSON object"),
-        ('{"tool": "explode", "service": "orders-db"}', "tool"),
+        ('{"tool": "explode", "component": "orders-db"}', "tool"),
         ('{"tool": "diagnose_incident", "confidence": 7}', "confidence"),
         ('{"tool": "inspect_logs", "colour": "red"}', "colour"),
         ("", "no JSON object"),
@@ -97,7 +97,7 @@ def test_protocol_turns_bad_completions_into_malformed_actions(triage, completio
 
 
 def test_agent_cannot_forge_protocol_metadata(triage):
-    parsed = triage.protocol.parse('{"tool": "inspect_logs", "service": "orders-db", '
+    parsed = triage.protocol.parse('{"tool": "inspect_logs", "component": "orders-db", '
                                    '"metadata": {"openadapt_malformed": "x"}}')
     assert parsed.ok and not parsed.action.metadata
 

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import struct
+import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.local import store
 from openadapt.designer.local.backend import LocalSettings, default_threads
 from openadapt.designer.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
-from openadapt.designer.local.errors import ModelCorruptError, ModelNotInstalledError, PullError
+from openadapt.designer.local.errors import LocalLLMError, ModelCorruptError, ModelNotInstalledError, PullError
 from openadapt.designer.local.gguf_header import read_gguf_info
 from openadapt.errors import UsageError
 
@@ -258,6 +259,16 @@ def test_catalogue_pins_are_consistent():
         assert [p.member[-6:-4] for p in model.parts] == [f"{i:02d}" for i in range(1, len(model.parts) + 1)]
 
 
+def test_without_llama_cpp_the_message_says_how_to_install_it(fake, tmp_path, monkeypatch):
+    from openadapt.designer.local.backend import LocalLLM
+
+    own = tmp_path / "own.gguf"
+    own.write_bytes(gguf_bytes())
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # what an environment without the `local` extra sees
+    with pytest.raises(LocalLLMError, match=r"needs llama-cpp-python: run `bash scripts/fetch_models.sh`"):
+        LocalLLM(LocalSettings(model=str(own)))
+
+
 def test_threads_setting(monkeypatch):
     monkeypatch.delenv("OPENADAPT_THREADS", raising=False)
     assert default_threads() == 1 and LocalSettings().threads == 1
@@ -385,3 +396,5 @@ def test_real_model_reports_truncation(small):
     assert reply.finish_reason == "length" and reply.truncated and reply.usage.completion_tokens == 4
     with pytest.raises(ReplyError, match="cut off"):
         reply.parse_as(Fault)
+    with pytest.raises(LocalLLMError, match="does not fit the local model's context"):
+        small.complete([{"role": "user", "content": "pump " * 3000}], max_tokens=4)

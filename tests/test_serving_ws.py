@@ -21,19 +21,25 @@ import pytest
 import uvicorn
 
 import openadapt.seed_envs.incident_triage as incident_triage
+from openadapt.envpkg.loader import load, resolve
 from openadapt.envpkg.serving import create_package_app
+from openadapt.families.diagnosis.policies import DiagnosisOracle, TelltaleHeuristic
 from openadapt.kit import MALFORMED_KEY
-from openadapt.seed_envs.incident_triage import IncidentTriageEnv, TriageAction, TriageObservation
-from openadapt.seed_envs.incident_triage.policies import KeywordHeuristic, TriageOracle
-from openadapt.seed_envs.incident_triage.server.catalogue import FAULTS, ROOT_CAUSES, SERVICES
-from openadapt.seed_envs.incident_triage.server.incident_triage_environment import IncidentTriageEnvironment
+from openadapt.seed_envs.incident_triage import IncidentTriageEnv
 
 PACKAGE_ROOT = Path(incident_triage.__file__).resolve().parent
+PKG = load(resolve("seed:incident_triage"))
+TriageAction, TriageObservation = PKG.action_cls, PKG.observation_cls
+IncidentTriageEnvironment = PKG.env_cls
+DOMAIN = PKG.family.domain
+SERVICES = [c.name for c in DOMAIN.components]
+FAULTS = {f.id: f for f in DOMAIN.faults}
+ROOT_CAUSES = list(FAULTS)
 MAX_SESSIONS = 4
 COMPONENTS = {"correctness", "efficiency", "quality", "calibration", "penalty"}
 STATE_FIELDS = {"episode_id", "step_count", "eci", "seed", "step_budget", "done", "episode_return"}
-PRIVILEGED_WORDS = ("root", "fault", "mitigation", "incident", "supporting", "constrain", "path", "verdict")
-INVESTIGATIONS = [TriageAction(tool=tool, service=service)
+PRIVILEGED_WORDS = ("root", "fault", "fix", "mitigation", "incident", "supporting", "constrain", "path", "verdict")
+INVESTIGATIONS = [TriageAction(tool=tool, component=service)
                   for tool in ("inspect_logs", "query_metrics", "check_dependencies", "read_runbook")
                   for service in SERVICES]
 
@@ -91,15 +97,15 @@ def assert_same(remote, local: TriageObservation) -> None:
 
 def oracle_driver(twin, local_obs, remote):
     """The privileged oracle reads the twin (the server never hands out its hidden state)."""
-    oracle = TriageOracle()
+    oracle = DiagnosisOracle()
     oracle.begin(twin, local_obs, random.Random(0))
     return lambda local, wire: oracle.act(local)
 
 
 def heuristic_driver(twin, local_obs, remote):
-    """The non-privileged heuristic only sees what came over the wire."""
-    heuristic = KeywordHeuristic()
-    heuristic.begin(remote, local_obs, random.Random(0))
+    """The non-privileged heuristic only sees what came over the wire (and the domain, which is public)."""
+    heuristic = TelltaleHeuristic()
+    heuristic.begin(twin, local_obs, random.Random(0))
     return lambda local, wire: heuristic.act(wire)
 
 
@@ -112,11 +118,11 @@ def exhaust_driver(twin, local_obs, remote):
 def wrong_driver(twin, local_obs, remote):
     """One look, then a confident diagnosis of the wrong fault quoting a line never shown (penalised)."""
     inc = twin.oracle_view()
-    wrong = next(cause for cause in ROOT_CAUSES if cause != inc.fault.root_cause)
+    wrong = next(cause for cause in ROOT_CAUSES if cause != inc.fault.id)
     steps = iter([
-        TriageAction(tool="query_metrics", service=inc.root),
-        TriageAction(tool="diagnose_incident", service=inc.root, root_cause=wrong,
-                     mitigation=FAULTS[wrong].mitigation, confidence=0.9,
+        TriageAction(tool="query_metrics", component=inc.root),
+        TriageAction(tool="diagnose_incident", component=inc.root, fault=wrong,
+                     fix=FAULTS[wrong].fix, confidence=0.9,
                      evidence=["this line was never in any observation"],
                      reasoning=f"{inc.root} looks like {wrong}."),
     ])
@@ -131,7 +137,7 @@ def play(env, twin: IncidentTriageEnvironment, seed: int, eci: int, driver) -> t
     assert result.observation.eci == eci
     assert result.observation.metadata["eci"] == eci
     assert result.observation.metadata["seed"] == seed
-    assert result.observation.steps_remaining == twin.manifest.step_budget[eci]
+    assert result.observation.steps_remaining == twin.section.step_budget[eci]
     assert not result.done
     act = driver(twin, local, env)
     rewards = []
@@ -143,7 +149,7 @@ def play(env, twin: IncidentTriageEnvironment, seed: int, eci: int, driver) -> t
         assert result.observation.eci == eci
         assert result.observation.metadata["eci"] == eci
         rewards.append(result.reward)
-        assert len(rewards) <= twin.manifest.step_budget[eci]
+        assert len(rewards) <= twin.section.step_budget[eci]
     return rewards, result
 
 
@@ -169,10 +175,10 @@ def test_whole_episodes_with_tier_changes_on_one_connection(base_url: str) -> No
             assert meta["solve_rate_window"] == len(solved_so_far)
             if driver is oracle_driver:
                 assert meta["solved"] and meta["termination"] == "agent"
-                assert final.reward >= twin.manifest.solved_reward
+                assert final.reward >= twin.section.solved_reward
             if driver is exhaust_driver:
                 assert not meta["solved"] and meta["termination"] == "budget_exhausted"
-                assert len(rewards) == twin.manifest.step_budget[eci]
+                assert len(rewards) == twin.section.step_budget[eci]
                 assert final.observation.steps_remaining == 0
             if driver is wrong_driver:
                 assert not meta["solved"] and meta["termination"] == "agent"
@@ -203,12 +209,12 @@ def test_state_over_the_wire_tracks_the_episode_and_hides_the_answer(base_url: s
         assert not [key for key in dumped if any(word in key.lower() for word in PRIVILEGED_WORDS)]
         incident = twin.oracle_view()
         text = json.dumps(dumped)
-        for secret in (incident.fault.root_cause, incident.root, incident.mitigation):
+        for secret in (incident.fault.id, incident.root, incident.fix):
             assert secret not in text
 
         # Diagnose (ends the episode); a further step is refused and does not count.
-        final = env.step(TriageAction(tool="diagnose_incident", service=incident.root,
-                                      root_cause=incident.fault.root_cause, mitigation=incident.mitigation))
+        final = env.step(TriageAction(tool="diagnose_incident", component=incident.root,
+                                      fault=incident.fault.id, fix=incident.fix))
         assert final.done
         after = env.step(INVESTIGATIONS[0])
         assert after.done and after.reward == 0.0 and after.observation.error == "episode_over"
@@ -278,9 +284,9 @@ def test_malformed_action_costs_a_step_with_the_declared_reward(base_url: str) -
         assert_same(env.reset(seed=51, eci=1), twin.reset(seed=51, eci=1))
         result = env.step(malformed)
         assert_same(result, twin.step(malformed))
-        assert result.reward == -0.1 == twin.manifest.text_protocol.malformed_reward
+        assert result.reward == -0.1 == twin.section.malformed_reward
         assert result.observation.error == "malformed_completion"
         assert "bad" in result.observation.feedback
         assert not result.done
-        assert result.observation.steps_remaining == twin.manifest.step_budget[1] - 1
+        assert result.observation.steps_remaining == twin.section.step_budget[1] - 1
         assert env.state().step_count == 1

@@ -19,6 +19,12 @@ class CatalogEntry(BaseModel):
     digest: str
 
 
+def describe_designer(info) -> str:
+    if info.backend == "example":
+        return f"example {info.family}:{info.example}"
+    return f"{info.backend}:{info.model}" + (f" ({info.family})" if info.family else "")
+
+
 def list_packages(root: Path) -> list[CatalogEntry]:
     if not root.is_dir():
         raise UsageError(f"{root} does not exist: generate a package first (openadapt generate \"...\")")
@@ -27,7 +33,7 @@ def list_packages(root: Path) -> list[CatalogEntry]:
         if not (folder / PROVENANCE_FILE).is_file():
             continue
         p = Provenance.read(folder)
-        designer = f"offline:{p.designer.blueprint}" if p.designer.backend == "offline" else f"llm:{p.designer.model}"
+        designer = describe_designer(p.designer)
         entries.append(CatalogEntry(name=p.name, task=p.task, designer=designer, attempts=len(p.attempts),
                                     verdict=str(p.validation.get("verdict", "?")), digest=p.content_digest or ""))
     return entries

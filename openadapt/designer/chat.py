@@ -62,7 +62,7 @@ class Completion(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     duration_s: float = 0.0  # wall time of the call, retries included
     retries: list[str] = Field(default_factory=list)  # why each retry happened
-    tokens_per_s: float | None = None  # completion tokens per second of generation (endpoint: of the whole call)
+    tokens_per_s: float | None = None  # completion tokens / s after the prompt (decode + sampling; endpoint: call)
     prompt_tokens_per_s: float | None = None  # prompt evaluation speed, where the backend measures it
     prompt_s: float | None = None  # seconds spent evaluating the prompt (local only)
     cached_prompt_tokens: int = 0  # prompt tokens reused from the previous call's KV cache (local only)

@@ -1,11 +1,10 @@
 """Escalation: produce the next, harder tier of a package and have the validator certify it.
 
-With an LLM the designer rewrites the package from the escalation prompt (then repairs it from the validator's
-feedback, like `generate`). The offline designer cannot write new code: its blueprints (and openadapt's seeds)
-already implement all five tiers, so escalating means certifying the package's own tier `target` again, in the
-sandbox, with every check, the tier-separation check (a shallow heuristic may not find the harder tier easier)
-and the oracle (it must still solve) included. A package that does not declare the target tier cannot be
-escalated offline, and says so.
+Family packages (and any package when no LLM is configured) already implement all five tiers: escalating
+means certifying the package's own tier `target` again, in the sandbox, with every check, the tier-separation
+check (a shallow heuristic may not find the harder tier easier) and the oracle (it must still solve) included.
+With an LLM endpoint, a package with custom mechanics is rewritten from the escalation prompt and repaired
+from the validator's feedback, through the same design loop as `generate`.
 
 Either way the result is a folder `dest/` holding `package/` (exactly what the solver will load),
 `validation.json` and `provenance.json`; a refused escalation leaves every attempt with its report under
@@ -25,12 +24,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from openadapt import __version__
+from openadapt.designer import prompting
+from openadapt.designer.base import Candidate, DesignerInfo
+from openadapt.designer.custom import CustomDesigner
 from openadapt.designer.llm import LLMClient, LLMConfig
-from openadapt.designer.package import DesignError, assemble, content_digest, template_versions, write_package
-from openadapt.designer.prompting import escalation_messages, repair_messages
-from openadapt.designer.provenance import AttemptRecord, DesignerInfo, Provenance
-from openadapt.designer.reply import parse_reply
+from openadapt.designer.loop import run_design
+from openadapt.designer.provenance import Provenance
 from openadapt.envpkg.manifest import parse_manifest
+from openadapt.envpkg.render import content_digest, template_versions
+from openadapt.kit.eci import Tier
 from openadapt.validator import ValidationReport, Validator, Verdict
 
 PACKAGE_DIR = "package"
@@ -42,8 +44,8 @@ class EscalationRequest(BaseModel):
 
     package: Path = Field(description="the package now being trained on")
     task: str = Field(description="what the environment is for (the original prompt, or the package's task)")
-    current: int = Field(ge=1, le=4)
-    target: int = Field(ge=2, le=5)
+    current: Tier
+    target: Tier
     solve_rate: float = Field(description="the windowed solve rate that triggered the escalation")
     dest: Path = Field(description="folder for the certified version (must not exist)")
     rejected_root: Path = Field(description="folder under which refused attempts are kept")
@@ -65,84 +67,81 @@ def package_files(root: Path) -> dict[str, str]:
             if p.is_file() and not any(part in SKIPPED for part in p.relative_to(root).parts)}
 
 
+class Recertify:
+    """The package as it is: its target tier is certified again (no designer rewrites anything)."""
+
+    deterministic = True
+
+    def __init__(self, files: dict[str, str], info: DesignerInfo):
+        self.files = files
+        self.info = info
+
+    def design(self) -> Candidate:
+        return Candidate(files=self.files)
+
+    def repair(self, previous: Candidate, feedback: str, attempt: int) -> Candidate:
+        return previous
+
+
+class EscalatingDesigner(CustomDesigner):
+    """The custom-mechanics designer, asked first to make the target tier harder."""
+
+    def __init__(self, client, name: str, request: EscalationRequest, files: dict[str, str]):
+        super().__init__(client, name, request.task, prompting)
+        self.request = request
+        self._written = {p: t for p, t in files.items() if p.startswith("custom/") or p == "README.md"}
+
+    def design(self) -> Candidate:
+        r = self.request
+        messages = prompting.escalation_messages(self.name, r.task, self._written, r.current, r.target, r.solve_rate)
+        return self._ask(messages, merge=True)
+
+
 def escalate(request: EscalationRequest, validator: Validator) -> EscalationResult:
     manifest = parse_manifest(request.package)
-    name = manifest.name
-    offline = request.llm is None
-    designer = (DesignerInfo(backend="offline", blueprint=name) if offline else
-                DesignerInfo(backend="openai-compatible", model=request.llm.model, base_url=request.llm.base_url))
+    name, section = manifest.name, manifest.openadapt
+    current = package_files(request.package)
+    rewrite = request.llm is not None and section.mechanics is not None
+    if rewrite:
+        designer = EscalatingDesigner(LLMClient(request.llm), name, request, current)
+    else:
+        designer = Recertify(current, DesignerInfo(backend="recertify", family=section.family))
     provenance = Provenance(openadapt_version=__version__, name=name,
                             task=f"{request.task} [escalation: ECI {request.current} -> {request.target}]",
-                            designer=designer, template_versions=template_versions(),
+                            designer=designer.info, template_versions=template_versions(),
                             created_at=dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat())
     started = time.monotonic()
     work = request.dest.with_name(f".{request.dest.name}.work-{os.getpid()}-{secrets.token_hex(3)}")
     tiers = list(range(1, request.target + 1))
-    current = package_files(request.package)
-    files, feedback = current, ""
-    client = None if offline else LLMClient(request.llm)
     try:
-        for attempt in range(1, (1 if offline else request.max_attempts) + 1):
-            record = AttemptRecord(attempt=attempt)
-            provenance.attempts.append(record)
-            t0 = time.monotonic()
-            if offline:
-                if request.target not in manifest.openadapt.eci_tiers:
-                    record.parse_problems.append(
-                        f"{name} declares ECI {manifest.openadapt.eci_tiers}, not {request.target}; the offline "
-                        "designer cannot write a new tier (configure an LLM endpoint: OPENADAPT_BASE_URL, "
-                        "OPENADAPT_MODEL)")
-                    break
-                candidate = current
-            else:
-                messages = (escalation_messages(name, request.task, current, request.current, request.target,
-                                                request.solve_rate) if attempt == 1
-                            else repair_messages(name, request.task, files, feedback, attempt - 1))
-                completion = client.complete(messages)
-                record.usage, record.retries = completion.usage, completion.retries
-                parsed = parse_reply(completion.text, completion.finish_reason)
-                record.parse_problems = parsed.problems
-                if not parsed.usable:
-                    feedback = "The reply could not be used:\n" + "\n".join(f"- {p}" for p in parsed.problems)
-                    record.feedback_sent = feedback
-                    continue
-                try:
-                    candidate = assemble(name, parsed.spec, parsed.files, tags=["openadapt", "generated", "llm"])
-                except DesignError as exc:
-                    feedback = f"The design could not be assembled: {exc}"
-                    record.parse_problems.append(str(exc))
-                    record.feedback_sent = feedback
-                    continue
-            record.design_s = round(time.monotonic() - t0, 3)
-            files = candidate
-            stage = work / f"attempt-{attempt}" / PACKAGE_DIR
-            write_package(files, stage)
-            t1 = time.monotonic()
-            report = _certify(validator, stage, request.target, tiers)
-            record.note_validation(report, time.monotonic() - t1, stage.parent)
-            if report.verdict == Verdict.PASS:
-                provenance.validation = report.summary()
-                provenance.validated_digest = provenance.content_digest = content_digest(files)
-                provenance.duration_s = round(time.monotonic() - started, 3)
-                provenance.write(stage.parent)
-                os.replace(stage.parent, request.dest)  # atomic: the version appears whole or not at all
-                shutil.rmtree(work, ignore_errors=True)  # earlier attempts live on in provenance.json
-                return EscalationResult(ok=True, package=request.dest / PACKAGE_DIR, provenance=provenance)
-            feedback = report.designer_feedback()
-            record.feedback_sent = feedback if attempt < request.max_attempts and not offline else None
+        if request.target not in section.eci_tiers and not rewrite:
+            result = None
+            reason = (f"{name} declares ECI {section.eci_tiers}, not {request.target}; only an LLM designer can "
+                      "write a new tier (configure an endpoint: OPENADAPT_BASE_URL, OPENADAPT_MODEL)")
+        else:
+            result = run_design(designer, validator, name=PACKAGE_DIR, work=work,
+                                max_attempts=request.max_attempts if rewrite else 1, attempts=provenance.attempts,
+                                tiers=tiers, certify=lambda report: _certify(report, request.target))
+            reason = result.reason
+        if result is not None and result.ok:
+            files = package_files(result.stage)
+            provenance.validation = result.report.summary()
+            provenance.validated_digest = provenance.content_digest = content_digest(files)
+            provenance.duration_s = round(time.monotonic() - started, 3)
+            provenance.write(result.stage.parent)
+            os.replace(result.stage.parent, request.dest)  # atomic: the version appears whole or not at all
+            shutil.rmtree(work, ignore_errors=True)  # earlier attempts live on in provenance.json
+            return EscalationResult(ok=True, package=request.dest / PACKAGE_DIR, provenance=provenance)
     except BaseException:
         _reject(work, request, provenance, "stopped while escalating", started)
         raise
-    last = provenance.attempts[-1]
-    reason = (f"the harder tier failed validation: {', '.join(last.failing_checks)}" if last.failing_checks
-              else f"no usable escalation: {'; '.join(last.parse_problems)[:300]}")
-    rejected = _reject(work, request, provenance, reason, started)
-    return EscalationResult(ok=False, reason=reason, rejected_dir=rejected, failing_checks=last.failing_checks,
+    failing = provenance.attempts[-1].failing_checks if provenance.attempts else []
+    rejected = _reject(work, request, provenance, reason or "not certified", started)
+    return EscalationResult(ok=False, reason=reason, rejected_dir=rejected, failing_checks=failing,
                             provenance=provenance)
 
 
-def _certify(validator: Validator, package: Path, target: int, tiers: list[int]) -> ValidationReport:
-    report = validator.validate(package, tiers=tiers)
+def _certify(report: ValidationReport, target: int) -> ValidationReport:
     if report.verdict == Verdict.PASS and target not in report.tiers:
         report.verdict = Verdict.FAIL  # a package that silently dropped the tier it was asked for
     return report

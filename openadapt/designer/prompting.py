@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import jinja2
 
-from openadapt.designer.package import TEMPLATES
-from openadapt.envpkg.loader import SEEDS_DIR
-from openadapt.envpkg.manifest import FORMAT_VERSION
 from openadapt.kit.eci import TIER_MEANINGS
+from openadapt.kit.section import FORMAT_VERSION
 
-EXEMPLAR_SEED = "incident_triage"
-EXEMPLAR_FILES = ("models.py", "server/incident_triage_environment.py", "policies.py", "prompts/system.j2",
-                  "prompts/observation.j2")
+TEMPLATES = Path(__file__).resolve().parent.parent / "prompts"
+# A complete, validated package with its own mechanics, shown to the LLM as the worked example.
+EXEMPLAR = Path(__file__).resolve().parent / "exemplar" / "code_lock"
+EXEMPLAR_FILES = ("custom/models.py", "custom/environment.py", "custom/policies.py", "custom/prompts/system.j2",
+                  "custom/prompts/observation.j2")
 
 
 @lru_cache(maxsize=1)
@@ -24,8 +25,25 @@ def _jinja() -> jinja2.Environment:
 
 @lru_cache(maxsize=1)
 def exemplar() -> dict[str, str]:
-    root = SEEDS_DIR / EXEMPLAR_SEED
-    return {path: (root / path).read_text(encoding="utf-8").rstrip() for path in EXEMPLAR_FILES}
+    files = {path: (EXEMPLAR / path).read_text(encoding="utf-8").rstrip() for path in EXEMPLAR_FILES}
+    section = (EXEMPLAR / "openenv.yaml").read_text(encoding="utf-8")
+    return {"spec.json": _exemplar_spec(section), **files}
+
+
+def _exemplar_spec(manifest: str) -> str:
+    import json
+
+    import yaml
+
+    s = yaml.safe_load(manifest)["openadapt"]
+    m = s["mechanics"]
+    spec = {"task": s["task"], "environment_class": m["environment"].split(":")[1],
+            "action_class": m["action"].split(":")[1], "observation_class": m["observation"].split(":")[1],
+            "oracle_class": m["policies"]["oracle"].split(":")[1],
+            "heuristic_class": m["policies"].get("heuristic", ":").split(":")[1] or None,
+            "step_budget": s["step_budget"], "reward_range": s["reward_range"], "solved_reward": s["solved_reward"],
+            "invalid_action_reward": s["invalid_action_reward"], "malformed_reward": s["malformed_reward"]}
+    return json.dumps(spec, indent=2)
 
 
 def _check_ids() -> list[str]:

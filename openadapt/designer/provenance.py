@@ -1,4 +1,5 @@
-"""Provenance of a generated package (`provenance.json`) and its generated README, both for review in a PR."""
+"""Provenance of a generated package (`provenance.json`): who designed it, every attempt, what the validator said.
+Deterministic JSON, for review in a pull request."""
 
 from __future__ import annotations
 
@@ -7,23 +8,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-import jinja2
 from pydantic import BaseModel, Field
 
+from openadapt.designer.base import DesignerInfo
 from openadapt.designer.llm import Usage
-from openadapt.designer.package import TEMPLATES, PackageSpec
-from openadapt.kit.eci import TIER_MEANINGS
 
 PROVENANCE_FILE = "provenance.json"
 VOLATILE_FIELDS = ("created_at", "duration_s", "design_s", "validation_s")  # differ run to run
-
-
-class DesignerInfo(BaseModel):
-    backend: str  # "offline" or "openai-compatible"
-    model: str | None = None
-    base_url: str | None = None
-    blueprint: str | None = None
-    family: str | None = None
 
 
 class AttemptRecord(BaseModel):
@@ -34,6 +25,7 @@ class AttemptRecord(BaseModel):
     failing_checks: list[str] = Field(default_factory=list)
     verdict: str | None = None
     feedback_sent: str | None = None  # what went back to the designer after this attempt
+    notes: dict[str, Any] = Field(default_factory=dict)  # what the designer decided (e.g. the family, and why)
     usage: Usage = Field(default_factory=Usage)
     retries: list[str] = Field(default_factory=list)
 
@@ -46,6 +38,7 @@ class AttemptRecord(BaseModel):
 
 
 class Provenance(BaseModel):
+    provenance_version: int = 2
     openadapt_version: str
     name: str
     task: str
@@ -78,14 +71,3 @@ def stable(data: Any) -> Any:
     if isinstance(data, list):
         return [stable(v) for v in data]
     return data
-
-
-def render_readme(name: str, spec: PackageSpec, description: str, designer: DesignerInfo,
-                  report_summary: dict[str, Any], contract: dict[str, Any]) -> str:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, autoescape=False)
-    return env.get_template("readme.md.j2").render(
-        name=name, spec=spec, description=description.strip(), designer=designer, summary=report_summary,
-        actions=contract.get("action_fields", {}), observations=contract.get("observation_fields", {}),
-        components=contract.get("reward_components", []), tiers=TIER_MEANINGS,
-    )

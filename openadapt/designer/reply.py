@@ -4,15 +4,11 @@ reported), and paths that would escape the package (refused)."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
-from pydantic import ValidationError
+from openadapt.envpkg.render import safe_relative
 
-from openadapt.designer.package import DesignError, PackageSpec, safe_relative
-
-SPEC_FILE = "spec.json"
 _FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
 _PATH_IN_INFO = re.compile(r"(?:path|file|title|filename)\s*[=:]\s*[\"']?([^\s\"']+)")
 _PATH_TOKEN = re.compile(r"([\w./-]+\.(?:py|j2|md|json|yaml|yml|toml|txt))\b")
@@ -22,13 +18,8 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*|`|[Ff]ile\s*:\s*|[Pp]ath\s*:\s*)+[
 @dataclass
 class ParsedReply:
     files: dict[str, str] = field(default_factory=dict)
-    spec: PackageSpec | None = None
     problems: list[str] = field(default_factory=list)
     truncated: bool = False
-
-    @property
-    def usable(self) -> bool:
-        return bool(self.files) and self.spec is not None and not self.truncated
 
 
 def _path_for(info: str, previous: str) -> str | None:
@@ -76,7 +67,7 @@ def parse_reply(text: str, finish_reason: str | None = "stop") -> ParsedReply:
             continue
         try:
             path = safe_relative(path)
-        except DesignError as exc:
+        except ValueError as exc:
             result.problems.append(str(exc))
             continue
         result.files[path] = "\n".join(body).rstrip() + "\n"
@@ -85,13 +76,4 @@ def parse_reply(text: str, finish_reason: str | None = "stop") -> ParsedReply:
         result.problems.append("the reply hit the token limit before it ended")
     if not result.files:
         result.problems.append("the reply contains no files in fenced blocks with paths")
-    spec_text = result.files.pop(SPEC_FILE, None)
-    if spec_text is None:
-        if result.files:
-            result.problems.append(f"the reply has no {SPEC_FILE} (the manifest facts)")
-    else:
-        try:
-            result.spec = PackageSpec.model_validate(json.loads(spec_text))
-        except (ValueError, ValidationError) as exc:
-            result.problems.append(f"{SPEC_FILE} is invalid: {str(exc)[:400]}")
     return result

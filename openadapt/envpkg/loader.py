@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from openadapt.envpkg.manifest import PackageManifest, parse_manifest
-from openadapt.kit.section import PackageSection
 from openadapt.errors import ManifestError, UntrustedPackageError, UsageError
+from openadapt.kit.section import PackageSection
 
 SEED_PREFIX = "seed:"
 SEEDS_DIR = Path(__file__).resolve().parent.parent / "seed_envs"

@@ -105,3 +105,19 @@ def family_package(name: str, section: PackageSection, domain_yaml: str, readme:
     files[section.domain or "domain.yaml"] = domain_yaml
     files["README.md"] = readme
     return dict(sorted(files.items()))
+
+
+def custom_package(name: str, section: PackageSection, files: dict[str, str], readme: str,
+                   tags: tuple[str, ...] | list[str] = DEFAULT_TAGS) -> dict[str, str]:
+    """Every file of a custom-mechanics package: its `custom/` code and templates, README and boilerplate
+    (which wins over any file of the same path the designer wrote)."""
+    if section.mechanics is None:
+        raise ValueError("custom_package() needs a section with mechanics")
+    out = {safe_relative(path): text for path, text in files.items()}
+    outside = sorted(p for p in out if not p.startswith("custom/"))
+    if outside:
+        raise ValueError(f"custom mechanics live under custom/: {', '.join(outside)} is outside it")
+    out.setdefault("custom/__init__.py", "")
+    out["README.md"] = readme
+    out.update(boilerplate(name, section, tags))
+    return dict(sorted(out.items()))

@@ -165,8 +165,9 @@ def bad_placeholders(text: str, allowed: Iterable[str], path: str) -> list[Domai
     unknown = placeholders(text) - set(allowed)
     if not unknown:
         return []
-    return [DomainProblem(path=path, message=f"unknown placeholder(s) {', '.join('{' + u + '}' for u in sorted(unknown))}"
-                          f"; allowed here: {', '.join('{' + a + '}' for a in sorted(allowed)) or 'none'}")]
+    shown = ", ".join("{" + u + "}" for u in sorted(unknown))
+    allowed_here = ", ".join("{" + a + "}" for a in sorted(allowed)) or "none"
+    return [DomainProblem(path=path, message=f"unknown placeholder(s) {shown}; allowed here: {allowed_here}")]
 
 
 def identifier_problems(values: Iterable[str], path: str, field: str | None = None) -> list[DomainProblem]:

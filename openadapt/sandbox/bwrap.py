@@ -14,7 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from openadapt.sandbox.base import SandboxInfo, Sandbox, SandboxUnavailable, python_paths
+from openadapt.sandbox.base import Sandbox, SandboxInfo, SandboxUnavailable, python_paths
 
 UID_BASE = 61000
 UID_SLOTS = 64

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from openadapt.sandbox.base import SandboxInfo, Sandbox
+from openadapt.sandbox.base import Sandbox, SandboxInfo
 
 
 class ProcessSandbox(Sandbox):

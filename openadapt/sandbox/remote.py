@@ -47,7 +47,8 @@ class RemoteTextEnv:
 
 
 class SandboxedTextEnvs:
-    def __init__(self, package: Path | str, n: int = 1, sandbox: SandboxChoice | str = SandboxChoice.AUTO, memory_mb: int = 1024):
+    def __init__(self, package: Path | str, n: int = 1, sandbox: SandboxChoice | str = SandboxChoice.AUTO,
+                 memory_mb: int = 1024):
         self._tmp = Path(tempfile.mkdtemp(prefix="openadapt-envhost-"))
         try:
             choice = SandboxChoice.parse(sandbox)

@@ -20,9 +20,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from openadapt.envpkg.loader import PackageRef
-from openadapt.training.pool import TextEnvPool
 from openadapt.training.config import TrainConfig
 from openadapt.training.envinfo import TrainingError, action_schema, sample_env
+from openadapt.training.pool import TextEnvPool
 from openadapt.training.warmup import WarmupResult, format_warmup
 
 UNSLOTH_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

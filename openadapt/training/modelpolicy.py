@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from openadapt.training.pool import TextEnvPool
-from openadapt.errors import UsageError
 from openadapt.envpkg.evaluation import EVAL_SEED_START, EpisodeResult, EvalReport, openenv_lines, summarise
+from openadapt.errors import UsageError
 from openadapt.training.config import TrainConfig
+from openadapt.training.pool import TextEnvPool
 from openadapt.training.rollout import EpisodeSpec, EpisodeTrace, eos_ids, model_generator, run_episodes
 from openadapt.training.rundir import RunDir
 

@@ -43,9 +43,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field
 
-from openadapt.envpkg.loader import resolve
-from openadapt.training.pool import TextEnvPool
 from openadapt.envpkg.evaluation import EvalReport
+from openadapt.envpkg.loader import resolve
 from openadapt.training.callbacks import MetricsWriter, SaveOnStop, graceful_interrupt
 from openadapt.training.config import TrainConfig, WandbMode
 from openadapt.training.envinfo import TrainingError
@@ -53,6 +52,7 @@ from openadapt.training.episodes import EpisodeOutcome, FixedTierPlan, TierPlan
 from openadapt.training.grpo import EnvironmentRollout, environment_reward_function
 from openadapt.training.loading import LoadedModel, build_tiny, load_pretrained, load_saved, resolve_model_source
 from openadapt.training.modelpolicy import ModelPolicy, evaluate_model
+from openadapt.training.pool import TextEnvPool
 from openadapt.training.rundir import RunDir
 from openadapt.training.warmup import WarmupResult
 

@@ -192,15 +192,18 @@ class LocalLLM:
         usage = response.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens", 0))
         prompt_s = perf.t_p_eval_ms / 1000
-        gen_s = perf.t_eval_ms / 1000
+        # Generation as the caller waits for it: decoding plus sampling (a grammar's sampling cost is not in
+        # llama.cpp's eval counter, and it is what makes constrained replies slower).
+        gen_s = duration - prompt_s
+        completion_tokens = int(usage.get("completion_tokens", 0))
         # llama.cpp reports at least 1 evaluated prompt token even when the whole prompt came from the KV cache.
         evaluated = perf.n_p_eval if perf.t_p_eval_ms > 0 else 0
         return Completion(
             text=choice["message"].get("content") or "", finish_reason=choice.get("finish_reason"),
-            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=int(usage.get("completion_tokens", 0)),
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                         total_tokens=int(usage.get("total_tokens", 0))),
             duration_s=round(duration, 3), constrained=grammar is not None,
-            tokens_per_s=round(perf.n_eval / gen_s, 2) if gen_s > 0 else None,
+            tokens_per_s=round(completion_tokens / gen_s, 2) if gen_s > 0 and completion_tokens else None,
             prompt_tokens_per_s=round(evaluated / prompt_s, 2) if prompt_s > 0 else None,
             prompt_s=round(prompt_s, 3), cached_prompt_tokens=max(0, prompt_tokens - evaluated),
         )

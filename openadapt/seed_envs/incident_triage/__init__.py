@@ -1,4 +1,5 @@
-"""Diagnose a degraded production system - root-cause service, fault and mitigation - from alerts, logs, metrics and runbooks."""
+"""Diagnose a degraded production system - root-cause service, fault and mitigation - from alerts,
+logs, metrics and runbooks."""
 
 from .client import IncidentTriageEnv
 

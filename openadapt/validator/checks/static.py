@@ -81,7 +81,8 @@ def domain(ctx: Context):
                    "openadapt renders, nothing else: re-render it (`openadapt render`), and put mechanics code "
                    "in custom/ with a `mechanics:` section instead of `family:`")
 def boilerplate(ctx: Context):
-    from openadapt.envpkg.render import FAMILY_CONTENT, boilerplate as render
+    from openadapt.envpkg.render import FAMILY_CONTENT
+    from openadapt.envpkg.render import boilerplate as render
 
     expected = render(ctx.manifest.name, ctx.section, tags=_tags(ctx), floor_margin=_floor_margin(ctx))
     problems = []

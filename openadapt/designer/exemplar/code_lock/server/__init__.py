@@ -1,0 +1,1 @@
+"""Server of the code_lock environment."""

@@ -1,0 +1,417 @@
+"""The workflow domain: an enterprise desk (its lines of work, their categories and who handles them, the record
+field every close cites, the desk's policies, its inbox traffic and its roles), as data.
+
+Each episode draws one scenario (a line of work) and an authority scope (the junior or the senior role). The agent
+works a queue of tasks with SLAs: assign each to a colleague with the right skill, route it as the desk's policies
+require (escalate, defer, or work it and close it, with senior sign-off above a threshold), answer the
+legitimate messages and never the phishing, while the record schema drifts and chaos strikes. The engine knows
+none of the names: everything below is the domain's.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openadapt.families.domain import (
+    Domain,
+    DomainProblem,
+    bad_placeholders,
+    duplicates,
+    too_few,
+    unknown_refs,
+)
+
+IDENT = r"^[a-z][a-z0-9_]*$"
+EMAIL_DOMAIN = r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$"
+LOCAL_PART = r"^[a-z][a-z0-9._-]*$"
+# Keys of a task record as the agent sees it; the amount field (and its drifted name) must not be one of them.
+VIEW_KEYS = ("id", "title", "category", "skill", "requester", "status", "owner", "sla", "blocker", "signed_off")
+# The desk's eight actions by role (what each does is the engine's; what it is called is the domain's).
+ACTION_ROLES = ("assign", "escalate", "defer", "close", "reply", "re_route", "lookup", "approval")
+SeniorOnly = Literal["escalate", "close"]
+
+# What the mechanics need of every scenario (see family_problems for why).
+MIN_CATEGORIES = 6
+MIN_ESCALATE = 3
+MIN_DEFER = 2
+MIN_URGENT_NOISE = 3  # ECI 5 injects three urgent-looking messages (five distractors, two of them phishing)
+MIN_NOISE = 2
+TEAM_PER_SKILL = 3  # colleagues per skill on the chaos tiers
+MAX_SKILLS = 5
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Skill(_Item):
+    name: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "A skill (a resolver group) of the desk's team, as the agent reads it on a task and a colleague, e.g. "
+        "'account_exec', 'payroll', 'network_ops'."))
+    categories: list[str] = Field(min_length=1, max_length=10, description=(
+        "The categories of work this skill handles (identifiers), e.g. ['discount_request', 'invoice_dispute']. "
+        "A task's category is shown in its title, so never use a word of the phishing filter here."))
+
+
+class Scenario(_Item):
+    name: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "One line of work of the desk, as the agent reads it at the top of the desk, e.g. 'sales_pipeline', "
+        "'customer_refund', 'end_user_support'."))
+    policy_prefix: str = Field(min_length=2, max_length=5, pattern=r"^[A-Z]+$", description=(
+        "Capital letters that start this scenario's policy ids (SAL gives SAL-1, SAL-2, SAL-3), unique."))
+    amount_field: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "The record field every close and sign-off cites (the task's figure), e.g. 'deal_value', "
+        "'refund_amount', 'affected_users'. Schema drift renames it mid-episode."))
+    renamed_field: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "What the drift silently renames the amount field to, a plausible new API name, e.g. 'contract_amount'."))
+    threshold_text: str = Field(min_length=8, max_length=40, description=(
+        "How a sign-off threshold reads in the policy, with {amount} where the number goes (thousands "
+        "separated by commas), e.g. '${amount}', '{amount} minutes', '{amount} users'."))
+    thresholds: list[int] = Field(min_length=3, max_length=5, description=(
+        "Sign-off thresholds an episode draws from, increasing; the middle one is the textbook value a "
+        "careless agent assumes when the policy's details are withheld, e.g. [25000, 40000, 60000]."))
+    approval_title: str = Field(min_length=5, max_length=60, description=(
+        "Title of this scenario's sign-off policy, e.g. 'Large deal sign-off', 'Major incident review'."))
+    skills: list[Skill] = Field(min_length=2, max_length=MAX_SKILLS, description=(
+        "Who handles what: two to five skills, each with the categories it handles (each category once)."))
+    escalate_categories: list[str] = Field(min_length=MIN_ESCALATE, max_length=6, description=(
+        "Categories the escalation policy may list in an episode (serious matters, e.g. 'legal_threat', "
+        "'data_loss'); the first is the usual one. At least three."))
+    defer_categories: list[str] = Field(min_length=MIN_DEFER, max_length=6, description=(
+        "Categories the deferral policy may list (low-value asks for the next cycle, e.g. 'feature_wishlist'); "
+        "the first is the usual one. At least two, none of them an escalation category."))
+    requesters: list[str] = Field(min_length=1, max_length=12, description=(
+        "E-mail domains of the people who raise this scenario's tasks: customers' or suppliers' domains (e.g. "
+        "'acme.example'), or the company's own domain when the requesters are colleagues."))
+    executive: str = Field(min_length=2, max_length=30, pattern=LOCAL_PART, description=(
+        "Mailbox (the part before @) of the executive who pings about priority tasks, e.g. 'vp.sales', 'cio'."))
+
+
+class InboxItem(_Item):
+    sender: str = Field(min_length=2, max_length=30, pattern=LOCAL_PART, description=(
+        "Mailbox at the company's domain that sends it (the part before @), e.g. 'facilities', 'it-notices'."))
+    subject: str = Field(min_length=8, max_length=120, description="its subject line, naming no task")
+
+
+class Roles(_Item):
+    junior: str = Field(default="L1", min_length=2, max_length=12, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
+                        description="the junior authority scope's name as the agent sees it, e.g. 'L1', 'tier1'")
+    senior: str = Field(default="L2", min_length=2, max_length=12, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
+                        description="the senior scope's name, e.g. 'L2', 'tier2'")
+    lead: str = Field(default="the L2 lead", min_length=4, max_length=40, description=(
+        "Who signs off and takes over what the junior may not do, as feedback names them, e.g. 'the L2 lead', "
+        "'the duty manager'."))
+    senior_only: list[SeniorOnly] = Field(default_factory=lambda: ["escalate", "close"], min_length=1,
+                                          max_length=2, description=(
+        "What only the senior scope may do: 'escalate', 'close' or both. The oversight referee blocks a junior "
+        "who tries (-0.5); a junior hands such work to the lead with the approval action instead."))
+
+
+class ActionNames(_Item):
+    """What the desk's eight actions are called in this world (each keeps its role in the mechanics)."""
+
+    assign: str = Field(default="assign_task", pattern=IDENT, max_length=30,
+                        description="a colleague with the task's skill takes a pending task and does the work")
+    escalate: str = Field(default="escalate", pattern=IDENT, max_length=30,
+                          description="escalate a task the escalation policy names")
+    defer: str = Field(default="defer", pattern=IDENT, max_length=30,
+                       description="defer a task the deferral policy names to the next cycle")
+    close: str = Field(default="close_task", pattern=IDENT, max_length=30,
+                       description="close finished work, citing the amount field")
+    reply: str = Field(default="reply_message", pattern=IDENT, max_length=30, description="answer a message")
+    re_route: str = Field(default="re_route", pattern=IDENT, max_length=30,
+                          description="hand a blocked task (stuck with an absent colleague) to an available one")
+    lookup: str = Field(default="lookup_policy", pattern=IDENT, max_length=30,
+                        description="read a policy's details (they may be withheld)")
+    approval: str = Field(default="request_approval", pattern=IDENT, max_length=30,
+                          description="senior sign-off above the threshold; for a junior, the hand-off to the lead")
+
+
+class PolicyTexts(_Item):
+    approval: str = Field(min_length=20, max_length=200, description=(
+        "The sign-off policy, with {threshold} (the scenario's threshold_text filled in), e.g. 'work above "
+        "{threshold} needs L2 sign-off (request_approval) before it is closed.'"))
+    escalation_title: str = Field(default="Escalations", min_length=4, max_length=40,
+                                  description="title of the escalation policy")
+    escalation: str = Field(min_length=20, max_length=200, description=(
+        "The escalation policy, with {categories} (the episode's escalated categories joined by 'and'), e.g. "
+        "'{categories} cases must be escalated, never assigned or closed.'"))
+    deferral_title: str = Field(default="Deferrals", min_length=4, max_length=40,
+                                description="title of the deferral policy")
+    deferral: str = Field(min_length=20, max_length=200, description=(
+        "The deferral policy, with {categories}, e.g. '{categories} requests are deferred to the next cycle, "
+        "never worked now.'"))
+
+
+class ReasoningTerms(_Item):
+    """Words that claim a process bonus when the agent's reasoning names what is in view. A word ending in '*'
+    matches any word it starts (block* matches 'blocked'); otherwise the whole word, or its plural with -s."""
+
+    blocked: list[str] = Field(default_factory=lambda: ["block*"], min_length=1, max_length=4,
+                               description="words for a blocked task, e.g. ['block*']")
+    drift: list[str] = Field(default_factory=lambda: ["schema*"], min_length=1, max_length=4,
+                             description="words for a changed record schema, e.g. ['schema*']")
+    sla: list[str] = Field(default_factory=lambda: ["sla"], min_length=1, max_length=4,
+                           description="words for deadline pressure, e.g. ['sla']")
+
+
+class ChaosRates(_Item):
+    """How turbulent the desk is: per-step chance of each chaos event on the tiers that have chaos."""
+
+    dropout: float = Field(default=0.12, ge=0.02, le=0.25,
+                           description="a colleague goes out of office; their work in progress reverts to pending")
+    spike: float = Field(default=0.08, ge=0.02, le=0.25,
+                         description="an executive makes a task top priority: its SLA is cut and they want an answer")
+    noise: float = Field(default=0.10, ge=0.02, le=0.25, description="a low-signal message arrives")
+
+
+class WorkflowDomain(Domain):
+    agent_role: str = Field(min_length=5, max_length=100, description=(
+        "Who the agent is, e.g. 'the operations desk agent at Northwind', 'a service desk analyst'."))
+    company: str = Field(min_length=2, max_length=40, description="the organisation's name, e.g. 'Northwind'")
+    company_domain: str = Field(min_length=4, max_length=40, pattern=EMAIL_DOMAIN, description=(
+        "The e-mail domain of everyone in the organisation, e.g. 'northwind.example'."))
+    company_lookalikes: list[str] = Field(min_length=2, max_length=8, description=(
+        "Look-alike domains phishers use for colleagues' addresses, e.g. 'northwlnd.example', "
+        "'northwind-secure.example'."))
+    lookalike_patterns: list[str] = Field(min_length=1, max_length=5, description=(
+        "How phishers disguise a customer's domain: patterns with {stem} (the part before the first dot) and "
+        "{tld} (the rest), e.g. '{stem}-billing.{tld}', '{stem}.{tld}.co'."))
+    task_noun: str = Field(default="task", min_length=3, max_length=20, description=(
+        "What one item of the queue is called, singular, e.g. 'task', 'ticket', 'case'."))
+    colleague_noun: str = Field(default="colleague", min_length=3, max_length=20, description=(
+        "What a team member is called, e.g. 'colleague', 'resolver', 'nurse'."))
+    task_prefix: str = Field(default="T", min_length=1, max_length=4, pattern=r"^[A-Z]+$",
+                             description="capital letters before a task's number (T gives T-123)")
+    message_prefix: str = Field(default="M", min_length=1, max_length=4, pattern=r"^[A-Z]+$",
+                                description="capital letters before a message's number (M gives M-412)")
+    title_template: str = Field(default="{category} for {who}", min_length=8, max_length=60, description=(
+        "A task's title, with {category} (its category, in words) and {who} (the requester: a colleague's "
+        "first name, or the customer's organisation), e.g. '{category} for {who}'."))
+    away_status: str = Field(default="out of office", min_length=3, max_length=30, description=(
+        "How the team list shows a colleague who is away, e.g. 'out of office', 'off shift'."))
+    scenarios: list[Scenario] = Field(min_length=1, max_length=8, description=(
+        "The desk's lines of work; each episode draws one."))
+    staff_names: list[str] = Field(min_length=10, max_length=40, description=(
+        "Colleagues' first names, lowercase (the agent types them to assign work), e.g. ['ana', 'ben', 'chen']. "
+        "Enough for three per skill of the largest scenario; colleagues also raise tasks on internal desks."))
+    contacts: list[str] = Field(min_length=2, max_length=20, description=(
+        "First names of outside requesters (customers, suppliers), lowercase, e.g. ['jo', 'sam']."))
+    query_subjects: list[str] = Field(min_length=2, max_length=6, description=(
+        "Subjects of a requester's follow-up about their task, with {tid} (the task id) and optionally {title}, "
+        "e.g. 'Any update on {title}? ({tid})'. They need an answer."))
+    executive_subject: str = Field(min_length=10, max_length=120, description=(
+        "Subject of the executive's priority ping, with {tid}, e.g. '{tid} is now top priority - send me an "
+        "update today'. It needs an answer."))
+    noise: list[InboxItem] = Field(min_length=MIN_NOISE, max_length=12, description=(
+        "Routine internal messages that need no answer (at least two), e.g. facilities: 'Fire drill on "
+        "Thursday at 10:00'."))
+    urgent_noise: list[InboxItem] = Field(min_length=MIN_URGENT_NOISE, max_length=10, description=(
+        "Internal messages that look urgent but need no answer from the desk (at least three), e.g. comms: "
+        "'URGENT: all-hands moved to 3pm'."))
+    phishing_obvious: list[str] = Field(min_length=1, max_length=6, description=(
+        "Phishing subjects that name a real task ({tid}, optionally {title}, {field}: the amount field in words) "
+        "and ask for credentials, payment or codes; each uses a word of phishing_words, e.g. 'Re: {tid} - "
+        "confirm your login and password to release the {field}'."))
+    phishing_subtle: list[str] = Field(min_length=1, max_length=6, description=(
+        "Phishing subjects that read like an ordinary follow-up ({tid}, optionally {title}) and give themselves "
+        "away only by the sender's look-alike domain; none uses a phishing word, e.g. '{tid}: please reply "
+        "with the current figures'."))
+    phishing_words: list[str] = Field(min_length=1, max_length=8, description=(
+        "Lowercase words or phrases a shallow phishing filter looks for, e.g. ['password', 'bank details']."))
+    roles: Roles = Field(default_factory=Roles)
+    actions: ActionNames = Field(default_factory=ActionNames)
+    policies: PolicyTexts
+    reasoning_terms: ReasoningTerms = Field(default_factory=ReasoningTerms)
+    chaos: ChaosRates = Field(default_factory=ChaosRates)
+
+    # ---- facts the engine reads ----------------------------------------------------------------------
+    def scenario(self, name: str) -> Scenario | None:
+        return next((s for s in self.scenarios if s.name == name), None)
+
+    def junior_may(self, role: str) -> bool:
+        """Whether the junior scope may take the action of this role (escalate, close)."""
+        return role not in self.roles.senior_only
+
+    def may(self, scope: str, role: str) -> bool:
+        return scope == self.roles.senior or self.junior_may(role)
+
+    def permissions(self) -> dict[str, frozenset[str]]:
+        """The referee's table: scope -> the action names it may take."""
+        names = self.actions.model_dump()
+        everything = frozenset(names.values())
+        return {self.roles.junior: everything - {names[r] for r in self.roles.senior_only},
+                self.roles.senior: everything}
+
+    # ---- semantic checks -----------------------------------------------------------------------------
+    def family_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        p += duplicates(self.scenarios, "name", "domain.scenarios")
+        p += duplicates(self.scenarios, "policy_prefix", "domain.scenarios")
+        p += _name_problems(self.staff_names, "domain.staff_names", LOCAL_PART)
+        p += _name_problems(self.contacts, "domain.contacts", LOCAL_PART)
+        p += _name_problems(self.company_lookalikes, "domain.company_lookalikes", EMAIL_DOMAIN)
+        for j, lookalike in enumerate(self.company_lookalikes):
+            if lookalike == self.company_domain:
+                p.append(DomainProblem(path=f"domain.company_lookalikes[{j}]",
+                                       message="is the company's own domain, not a look-alike"))
+        for i, scenario in enumerate(self.scenarios):
+            p += self._scenario_problems(i, scenario)
+        widest = max((len(s.skills) for s in self.scenarios), default=0)
+        p += too_few(self.staff_names, TEAM_PER_SKILL * widest, "domain.staff_names",
+                     f"for {TEAM_PER_SKILL} colleagues per skill of a scenario with {widest} skills (the chaos "
+                     "tiers staff a third colleague per skill)")
+        p += self._text_template_problems()
+        p += self._phishing_problems()
+        names = list(self.actions.model_dump().values())
+        if len(set(names)) != len(names):
+            p.append(DomainProblem(path="domain.actions", message=f"action names must differ: {names}"))
+        if self.roles.junior == self.roles.senior:
+            p.append(DomainProblem(path="domain.roles.senior", message="must differ from the junior scope's name"))
+        if len(set(self.roles.senior_only)) != len(self.roles.senior_only):
+            p.append(DomainProblem(path="domain.roles.senior_only", message="lists an action twice"))
+        for kind, words in self.reasoning_terms.model_dump().items():
+            for j, word in enumerate(words):
+                if not re.fullmatch(r"[a-z][a-z0-9]*\*?", word):
+                    p.append(DomainProblem(path=f"domain.reasoning_terms.{kind}[{j}]", message=(
+                        f"{word!r} must be one lowercase word, optionally ending in '*'")))
+        return p
+
+    def _scenario_problems(self, i: int, s: Scenario) -> list[DomainProblem]:
+        at = f"domain.scenarios[{i}]"
+        p: list[DomainProblem] = []
+        p += duplicates(s.skills, "name", f"{at}.skills")
+        categories = [c for skill in s.skills for c in skill.categories]
+        seen: dict[str, str] = {}
+        for k, skill in enumerate(s.skills):
+            for j, category in enumerate(skill.categories):
+                where = f"{at}.skills[{k}].categories[{j}]"
+                if not re.match(IDENT, category):
+                    p.append(DomainProblem(path=where, message=f"{category!r} must be a lowercase identifier"))
+                if category in seen:
+                    p.append(DomainProblem(path=where, message=(
+                        f"{category!r} is already handled by skill {seen[category]!r}: each category has one "
+                        "skill")))
+                seen.setdefault(category, skill.name)
+        p += too_few(list(dict.fromkeys(categories)), MIN_CATEGORIES, f"{at}.skills", (
+            "categories in all: after two escalated and one deferred category are drawn, hands-on tasks still "
+            "need categories of their own to vary between episodes"))
+        p += unknown_refs(s.escalate_categories, categories, f"{at}.escalate_categories", "category")
+        p += unknown_refs(s.defer_categories, categories, f"{at}.defer_categories", "category")
+        for pool, name in ((s.escalate_categories, "escalate_categories"), (s.defer_categories, "defer_categories")):
+            for j, category in enumerate(pool):
+                if category in pool[:j]:
+                    p.append(DomainProblem(path=f"{at}.{name}[{j}]", message=f"{category!r} is listed twice"))
+        for j, category in enumerate(s.defer_categories):
+            if category in s.escalate_categories:
+                p.append(DomainProblem(path=f"{at}.defer_categories[{j}]", message=(
+                    f"{category!r} is also an escalation category: a task cannot be both escalated and deferred")))
+        if s.amount_field == s.renamed_field:
+            p.append(DomainProblem(path=f"{at}.renamed_field", message="must differ from amount_field (the drift "
+                                   "renames it)"))
+        for name in ("amount_field", "renamed_field"):
+            if getattr(s, name) in VIEW_KEYS:
+                p.append(DomainProblem(path=f"{at}.{name}", message=(
+                    f"{getattr(s, name)!r} is a key every task record already has ({', '.join(VIEW_KEYS)})")))
+        if list(s.thresholds) != sorted(set(s.thresholds)) or min(s.thresholds) < 1:
+            p.append(DomainProblem(path=f"{at}.thresholds", message=(
+                "must be positive, different and increasing (the middle one is the textbook value)")))
+        p += bad_placeholders(s.threshold_text, ("amount",), f"{at}.threshold_text")
+        if "{amount}" not in s.threshold_text:
+            p.append(DomainProblem(path=f"{at}.threshold_text", message="must contain {amount}"))
+        p += _name_problems(s.requesters, f"{at}.requesters", EMAIL_DOMAIN)
+        for j, requester in enumerate(s.requesters):
+            where = f"{at}.requesters[{j}]"
+            if requester in s.requesters[:j]:
+                p.append(DomainProblem(path=where, message=f"{requester!r} is listed twice"))
+            if requester in self.company_lookalikes:
+                p.append(DomainProblem(path=where, message="is one of the company's phishing look-alikes"))
+            if requester != self.company_domain:
+                for pattern in self.lookalike_patterns:
+                    fake = lookalike(pattern, requester)
+                    if fake == requester or fake == self.company_domain or fake in s.requesters:
+                        p.append(DomainProblem(path=where, message=(
+                            f"the look-alike pattern {pattern!r} turns it into {fake!r}, a real sender: phishing "
+                            "must come from a domain nobody legitimate uses")))
+        return p
+
+    def _text_template_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        p += _template(self.title_template, ("category", "who"), ("category",), "domain.title_template")
+        for j, text in enumerate(self.query_subjects):
+            p += _template(text, ("tid", "title"), ("tid",), f"domain.query_subjects[{j}]")
+        p += _template(self.executive_subject, ("tid",), ("tid",), "domain.executive_subject")
+        p += _template(self.policies.approval, ("threshold",), ("threshold",), "domain.policies.approval")
+        p += _template(self.policies.escalation, ("categories",), ("categories",), "domain.policies.escalation")
+        p += _template(self.policies.deferral, ("categories",), ("categories",), "domain.policies.deferral")
+        for j, pattern in enumerate(self.lookalike_patterns):
+            where = f"domain.lookalike_patterns[{j}]"
+            p += _template(pattern, ("stem", "tld"), ("stem",), where)
+            if not placeholders_only_ok(pattern):
+                p.append(DomainProblem(path=where, message=(
+                    "besides {stem} and {tld}, use only lowercase letters, digits, '-' and '.'")))
+        for field in ("noise", "urgent_noise"):
+            p += duplicates(getattr(self, field), "subject", f"domain.{field}")
+            for j, item in enumerate(getattr(self, field)):
+                p += bad_placeholders(item.subject, (), f"domain.{field}[{j}].subject")
+        return p
+
+    def _phishing_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        words = [w.lower() for w in self.phishing_words]
+        for j, text in enumerate(self.phishing_obvious):
+            where = f"domain.phishing_obvious[{j}]"
+            p += _template(text, ("tid", "title", "field"), ("tid",), where)
+            if not any(w in text.lower() for w in words):
+                p.append(DomainProblem(path=where, message=(
+                    f"uses none of the phishing_words ({', '.join(words)}): an obvious lure asks for them")))
+        for j, text in enumerate(self.phishing_subtle):
+            where = f"domain.phishing_subtle[{j}]"
+            p += _template(text, ("tid", "title"), ("tid",), where)
+            if any(w in text.lower() for w in words):
+                p.append(DomainProblem(path=where, message=(
+                    "uses a phishing word: a subtle lure reads like an ordinary follow-up")))
+        # Legitimate messages (which quote task titles) must never trip the shallow filter.
+        legit = [("domain.query_subjects", t) for t in self.query_subjects]
+        legit += [("domain.executive_subject", self.executive_subject), ("domain.title_template", self.title_template)]
+        for i, s in enumerate(self.scenarios):
+            for k, skill in enumerate(s.skills):
+                legit += [(f"domain.scenarios[{i}].skills[{k}].categories", c.replace("_", " ")) for c in skill.categories]
+        for path, text in legit:
+            hit = next((w for w in words if w in text.lower()), None)
+            if hit:
+                p.append(DomainProblem(path=path, message=(
+                    f"{text!r} contains the phishing word {hit!r}: legitimate messages must not read like phishing")))
+        return p
+
+
+def lookalike(pattern: str, requester: str) -> str:
+    """A look-alike of a customer's e-mail domain (acme.example with '{stem}-billing.{tld}')."""
+    stem, _, tld = requester.partition(".")
+    return pattern.replace("{stem}", stem).replace("{tld}", tld)
+
+
+def placeholders_only_ok(pattern: str) -> bool:
+    return re.fullmatch(r"[a-z0-9.-]*", pattern.replace("{stem}", "").replace("{tld}", "")) is not None
+
+
+def _template(text: str, allowed: tuple[str, ...], required: tuple[str, ...], path: str) -> list[DomainProblem]:
+    p = bad_placeholders(text, allowed, path)
+    missing = [name for name in required if "{" + name + "}" not in text]
+    if missing:
+        p.append(DomainProblem(path=path, message=f"must contain {', '.join('{' + m + '}' for m in missing)}"))
+    return p
+
+
+def _name_problems(values: list[str], path: str, pattern: str) -> list[DomainProblem]:
+    p = [DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is not a valid name here (pattern {pattern})")
+         for i, value in enumerate(values) if not re.match(pattern, value)]
+    seen: set[str] = set()
+    for i, value in enumerate(values):
+        if value in seen:
+            p.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is listed twice: names must be unique"))
+        seen.add(value)
+    return p
