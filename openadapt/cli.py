@@ -523,6 +523,8 @@ def curriculum(
 
     from openadapt.curriculum.controller import Curriculum, CurriculumConfig, stored_config
     from openadapt.curriculum.rule import RuleConfig
+    from openadapt.designer.escalate import DesignerEscalator
+    from openadapt.designer.generate import design_task
     from openadapt.designer.llm import LLMConfig
 
     llm = LLMConfig.from_env(base_url=designer_base_url, model=designer_model)
@@ -565,7 +567,8 @@ def curriculum(
             err.print(f"[bold]{kind}[/bold] step {event['step']} {json.dumps(detail, sort_keys=True)}",
                       highlight=False)
 
-        summary = Curriculum(config, resume=resume is not None, llm=llm, listener=listen).run()
+        summary = Curriculum(config, resume=resume is not None, escalator=DesignerEscalator(llm),
+                             design=design_task(llm), listener=listen).run()
     table = Table(title=f"curriculum: {summary.status}", show_header=False)
     table.add_row("run directory", str(summary.run_dir))
     table.add_row("why it stopped", summary.reason)

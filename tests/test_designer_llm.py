@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI, Scripted
-from scripted_designs import NAME, design_reply
+from scripted_designs import ENV_FILE, NAME, as_reply, design_files, design_reply
 
 from openadapt.designer.generate import FAILED_DIR, GenerateRequest, generate
 from openadapt.designer.llm import LLMConfig, LLMError
@@ -20,7 +20,8 @@ KEY = "sk-test-SECRET-3f9a1c"
 def request(llm: FakeOpenAI, tmp_path: Path, **kw) -> GenerateRequest:
     config = LLMConfig(base_url=llm.base_url, model=kw.pop("model", "designer-1"), api_key=KEY, backoff_s=0.01,
                        max_retries=kw.pop("max_retries", 3))
-    return GenerateRequest(task="A guessing game with higher/lower hints", output_root=tmp_path / "generated_envs",
+    return GenerateRequest(task="A lock opened by a code found from higher/lower hints",
+                           output_root=tmp_path / "generated_envs",
                            name=NAME, llm=config, **kw)
 
 
@@ -36,10 +37,11 @@ def test_broken_then_fixed_is_accepted_on_attempt_two(llm, tmp_path, validator):
     assert "runtime.api_contract" in first.failing_checks
     repair_prompt = llm.requests[1]["messages"][-1]["content"]
     assert "runtime.api_contract" in repair_prompt and "KeyError: 'targets'" in repair_prompt
-    assert f'File "server/{NAME}_environment.py"' in repair_prompt  # the trimmed traceback
+    assert f'File "{ENV_FILE}"' in repair_prompt  # the trimmed traceback
+    assert "raise KeyError('targets')" in repair_prompt  # the previous files are shown
     package = tmp_path / "generated_envs" / NAME
     assert (package / "provenance.json").is_file() and (package / "openenv.yaml").is_file()
-    assert "raise KeyError" not in (package / f"server/{NAME}_environment.py").read_text()
+    assert "raise KeyError" not in (package / ENV_FILE).read_text()
     provenance = json.loads((package / "provenance.json").read_text())
     assert provenance["designer"]["model"] == "designer-1" and provenance["usage"]["total_tokens"] > 0
     assert provenance["attempts"][0]["feedback_sent"] and provenance["validation"]["verdict"] == "pass"
@@ -55,6 +57,22 @@ def test_always_broken_stops_after_max_attempts(llm, tmp_path, validator):
     failed = list((root / FAILED_DIR).iterdir())
     assert len(failed) == 1 and {p.name for p in failed[0].iterdir()} >= {"attempt-1", "attempt-2", "FAILED.json"}
     assert len(llm.requests) == 2
+
+
+def test_a_repair_may_send_only_the_file_it_fixes(llm, tmp_path, validator):
+    fixed = {ENV_FILE: design_files()[ENV_FILE]}
+    llm.replies = [Scripted(design_reply(bug=True)), Scripted(as_reply(fixed, prose="Fixed the environment."))]
+    result = generate(request(llm, tmp_path), validator=validator)
+    assert result.ok and len(result.provenance.attempts) == 2, result.reason
+    assert (tmp_path / "generated_envs" / NAME / "custom/policies.py").is_file()  # kept from attempt 1
+
+
+def test_unusable_reply_then_repair_shows_the_last_usable_files(llm, tmp_path, validator):
+    llm.replies = [Scripted(design_reply(bug=True)), Scripted("Sorry, I cannot."), Scripted(design_reply())]
+    result = generate(request(llm, tmp_path), validator=validator)
+    assert result.ok and len(result.provenance.attempts) == 3
+    third_prompt = llm.requests[2]["messages"][-1]["content"]
+    assert "custom/policies.py" in third_prompt and "no files in fenced blocks" in third_prompt
 
 
 def test_429_then_500_then_success_is_retried(llm, tmp_path, validator):
@@ -81,7 +99,7 @@ def test_path_traversal_is_refused(tmp_path):
                          "```python path=/etc/passwd\nx\n```")
     assert "../../evil.py" not in parsed.files and "/etc/passwd" not in parsed.files
     assert sum("must stay inside the package" in p for p in parsed.problems) == 2
-    assert parsed.usable  # the rest of the reply is still used
+    assert "custom/models.py" in parsed.files  # the rest of the reply is still used
 
 
 @pytest.mark.parametrize("style", ["heading", "title", "bold"])

@@ -24,8 +24,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from transformers import TrainerCallback
 
+from openadapt.curriculum.escalation import EscalationRequest, Escalator, Recertifier
 from openadapt.curriculum.rule import Decision, RuleConfig, TierWindows, decide, episode_tier
-from openadapt.curriculum.sources import check_source, first_version
+from openadapt.curriculum.sources import DesignTask, check_source, first_version
 from openadapt.curriculum.state import (
     CHECKPOINT_STATE,
     STATE_FILE,
@@ -36,8 +37,6 @@ from openadapt.curriculum.state import (
     TierEvaluation,
     now,
 )
-from openadapt.designer.escalate import EscalationRequest, escalate
-from openadapt.designer.llm import LLMConfig
 from openadapt.envpkg.loader import resolve
 from openadapt.runfiles import read_jsonl, write_atomic
 from openadapt.runlock import DirectoryLock
@@ -111,12 +110,15 @@ class CurriculumSummary(BaseModel):
 class Curriculum:
     """Drives one run directory. Use `run()`; everything else is called by the solver's hooks."""
 
-    def __init__(self, config: CurriculumConfig, *, resume: bool = False, llm: LLMConfig | None = None,
-                 listener: Listener | None = None):
+    def __init__(self, config: CurriculumConfig, *, resume: bool = False, escalator: Escalator | None = None,
+                 design: DesignTask | None = None, listener: Listener | None = None):
+        """`escalator` makes the harder tier (default: re-certify the package's own tier); `design` turns a
+        task-prompt source into a first package (both come from the designer, which the CLI wires in)."""
         self.config = config
         self.rule = config.rule
         self.resume = resume
-        self.llm = llm
+        self.escalator = escalator or Recertifier()
+        self.design = design
         self.listener = listener or (lambda event: None)
         self.root = config.output
         self.events = EventLog(self.root / EVENTS_FILE)
@@ -211,7 +213,7 @@ class Curriculum:
         self.windows = TierWindows(self.rule.window)
         self._emit("started", source=self.config.source, tier=self.state.tier, rule=self.rule.model_dump())
         version = first_version(self.config.source, self.root / ENVS_DIR, self.state.tier, self.validator,
-                                self.llm, self._emit)
+                                self.design, self._emit)
         self.state.versions.append(version)
         self.state.save(self.root)
         write_atomic(stored, self.config.model_dump_json(indent=2) + "\n")
@@ -284,12 +286,11 @@ class Curriculum:
         for attempt in range(1, self.config.escalation_attempts + 1):
             request = EscalationRequest(package=package, task=resolve(previous.ref).manifest.openadapt.task,
                                         current=current, target=target, solve_rate=rate, dest=dest,
-                                        rejected_root=self.root / ENVS_DIR / "rejected", llm=self.llm,
+                                        rejected_root=self.root / ENVS_DIR / "rejected",
                                         max_attempts=self.config.designer_attempts)
-            result = escalate(request, self.validator)
+            result = self.escalator.escalate(request, self.validator)
             if result.ok:
-                self._emit("validation", target=target, verdict="pass", round=attempt,
-                           summary=result.provenance.validation)
+                self._emit("validation", target=target, verdict="pass", round=attempt, summary=result.validation)
                 return self._version(number, target, dest, previous)
             self.state.rejected_escalations += 1
             self._emit("escalation_rejected", target=target, round=attempt, reason=result.reason,

@@ -11,16 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from openadapt import __version__
+from openadapt.curriculum.escalation import PACKAGE_DIR, PROVENANCE_FILE, copy_package
 from openadapt.curriculum.state import CurriculumError, EnvVersion, now
-from openadapt.designer.escalate import PACKAGE_DIR, copy_package
-from openadapt.designer.generate import GenerateRequest, generate
-from openadapt.designer.llm import LLMConfig
-from openadapt.designer.provenance import PROVENANCE_FILE
 from openadapt.envpkg.loader import SEED_PREFIX, resolve
 from openadapt.errors import UsageError
 from openadapt.validator import Validator, Verdict
 
 Emit = Callable[..., None]
+# Designs a package for a task prompt under a folder and returns its directory (the designer provides it).
+DesignTask = Callable[[str, Path, Validator], Path]
 
 
 def is_task_prompt(source: str) -> bool:
@@ -41,16 +40,15 @@ def check_source(source: str) -> None:
         resolve(source)
 
 
-def first_version(source: str, envs: Path, tier: int, validator: Validator, llm: LLMConfig | None,
+def first_version(source: str, envs: Path, tier: int, validator: Validator, design: DesignTask | None,
                   emit: Emit) -> EnvVersion:
     envs.mkdir(parents=True, exist_ok=True)
     if is_task_prompt(source):
-        emit("designing", task=source, backend="offline" if llm is None else llm.model)
-        result = generate(GenerateRequest(task=source, output_root=envs / ".designed", llm=llm), validator=validator)
-        if not result.ok:
-            raise CurriculumError(f"the designer could not produce a valid environment for the task: {result.reason}"
-                                  f" (attempts kept in {result.failed_dir})")
-        ref = resolve(str(result.path))
+        if design is None:
+            raise UsageError("a curriculum that starts from a task prompt needs a designer; give a package "
+                             "directory or seed:NAME instead")
+        emit("designing", task=source)
+        ref = resolve(str(design(source, envs / ".designed", validator)))
     else:
         ref = resolve(source)
     if tier not in ref.manifest.openadapt.eci_tiers:

@@ -185,3 +185,20 @@ def keep_failed(run_dir: Path, root: Path, name: str, provenance: Provenance, re
     provenance.write(failed)
     (failed / "FAILED.json").write_text(json.dumps({"reason": reason}, indent=2) + "\n")
     return failed
+
+
+def design_task(llm: LLMConfig | None):
+    """What the curriculum calls to turn a task-prompt source into its first package (None: no designer)."""
+    if llm is None:
+        return None
+
+    def design(task: str, root: Path, validator) -> Path:
+        from openadapt.curriculum.state import CurriculumError
+
+        result = generate(GenerateRequest(task=task, output_root=root, llm=llm), validator=validator)
+        if not result.ok:
+            raise CurriculumError(f"the designer could not produce a valid environment for the task: "
+                                  f"{result.reason} (attempts kept in {result.failed_dir})")
+        return result.path
+
+    return design

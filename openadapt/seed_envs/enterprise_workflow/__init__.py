@@ -1,6 +1,6 @@
-"""Enterprise workflow: an openadapt seed environment (OpenEnv package)."""
+"""Work an enterprise queue (tasks with SLAs, an inbox, a team, policies) within an L1/L2 authority
+scope, through silent schema drift and chaos events."""
 
 from .client import EnterpriseWorkflowEnv
-from .models import WorkflowAction, WorkflowObservation
 
-__all__ = ["EnterpriseWorkflowEnv", "WorkflowAction", "WorkflowObservation"]
+__all__ = ["EnterpriseWorkflowEnv"]

@@ -1,12 +1,9 @@
-"""WebSocket client for the enterprise-workflow environment."""
+"""WebSocket client for enterprise_workflow: `with EnterpriseWorkflowEnv(base_url=URL).sync() as env: env.reset(seed=1, eci=2)`.
+Its action and observation classes are `EnterpriseWorkflowEnv.action_type` and `.observation_type`."""
 
-from openadapt.kit.client import OpenAdaptClient
+from pathlib import Path
 
-from .models import WorkflowAction, WorkflowObservation
+from openadapt.envpkg.client import package_client
 
-
-class EnterpriseWorkflowEnv(OpenAdaptClient[WorkflowAction, WorkflowObservation]):
-    """`with EnterpriseWorkflowEnv(base_url="http://localhost:8000").sync() as env: env.reset(seed=1, eci=3)`"""
-
-    action_type = WorkflowAction
-    observation_type = WorkflowObservation
+# The package's own code, so loading it is trusted (as in server/app.py).
+EnterpriseWorkflowEnv = package_client(Path(__file__).resolve().parent, "EnterpriseWorkflowEnv", trust=True)

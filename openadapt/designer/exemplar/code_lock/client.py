@@ -1,4 +1,8 @@
-"""WebSocket client for code_lock: `with CodeLockEnv(base_url=URL).sync() as env: env.reset(seed=1, eci=2)`.
+"""WebSocket client for code_lock:
+
+    with CodeLockEnv(base_url=URL).sync() as env:
+        env.reset(seed=1, eci=2)
+
 Its action and observation classes are `CodeLockEnv.action_type` and `.observation_type`."""
 
 from pathlib import Path

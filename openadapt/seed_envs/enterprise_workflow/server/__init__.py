@@ -1,1 +1,1 @@
-"""Enterprise workflow environment server components."""
+"""Server of the enterprise_workflow environment."""

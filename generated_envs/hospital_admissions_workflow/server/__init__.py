@@ -1,1 +1,0 @@
-"""hospital_admissions_workflow environment server components."""

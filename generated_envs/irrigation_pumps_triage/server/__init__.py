@@ -1,1 +1,0 @@
-"""irrigation_pumps_triage environment server components."""

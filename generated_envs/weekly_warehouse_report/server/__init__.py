@@ -1,1 +1,0 @@
-"""weekly_warehouse_report environment server components."""

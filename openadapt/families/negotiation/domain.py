@@ -1,0 +1,341 @@
+"""The negotiation domain: the issues of one kind of deal, the agent's side of it, and the counterparts it meets.
+
+Each episode seats the agent across from one counterpart (a persona drawn by the seed) over one deal. Every issue
+(price, delivery time, payment terms, a salary's base, a freight rate...) has a range, a grid, and a direction
+the agent prefers; the counterpart prefers the other direction. The agent's briefing gives its priorities
+(weights), its walk-away limits and its targets. The counterpart's weights, its reservation utility, its
+concession style, its patience and (on harder tiers) one hard constraint are hidden: the engine simulates it.
+Everything the agent reads (names, units, phrases, replies, tells) comes from this file.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openadapt.families.domain import (
+    Domain,
+    DomainProblem,
+    bad_placeholders,
+    duplicates,
+    too_few,
+)
+
+# Action fields of the family's own; an issue id may not take one of these names (issues become action fields).
+RESERVED_FIELDS = frozenset({"move", "question", "message", "metadata", "model_config", "model_fields",
+                             "model_computed_fields", "schema", "json", "dict", "copy", "construct", "validate"})
+MIN_GRID_POINTS = 20  # an issue needs at least this many grid steps between low and high (room to bargain)
+MAX_GRID_POINTS = 5000
+ZOPA_MARGIN = 0.10  # the counterpart's utility of the agent's strictest limits must exceed its reservation by this
+_IDENT = r"^[a-z][a-z0-9_]*$"
+_Line = Field(min_length=5, max_length=300)
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class HiddenConstraint(_Item):
+    reveal: str = Field(min_length=15, max_length=300, description=(
+        "What the counterpart says, when asked whether anything is fixed on its side, about a hard limit it has on "
+        "this issue; must contain {value} (the engine fills in the bound, with its unit phrase), e.g. 'Our line "
+        "is fully booked until the end of the month: the fastest we can ship is {value}.' May use {counterpart}."))
+    hint: str = Field(min_length=10, max_length=200, description=(
+        "What the counterpart says when an offer breaks that limit, without giving the number away, e.g. "
+        "'Delivery that fast is simply not something we can commit to.' May use {counterpart}."))
+
+
+class Issue(_Item):
+    id: str = Field(min_length=2, max_length=30, pattern=_IDENT, description=(
+        "Identifier of one term under negotiation; it becomes a field of the agent's offer, e.g. 'unit_price', "
+        "'delivery_days', 'payment_days', 'base_salary'. Not one of: move, question, message, metadata."))
+    label: str = Field(min_length=3, max_length=40, description=(
+        "The term's name in the world's own words, lowercase, e.g. 'unit price', 'delivery time'."))
+    phrase: str = Field(min_length=5, max_length=80, description=(
+        "How a value of this term reads in a sentence; must contain {value}, e.g. 'a unit price of {value} EUR', "
+        "'delivery within {value} days', 'payment {value} days net'."))
+    low: float = Field(description="the lowest value an offer may name, e.g. 9.80 (on the grid of `step`)")
+    high: float = Field(description="the highest value an offer may name, e.g. 15.60 (the counterpart's list "
+                                    "terms sit at the end it prefers)")
+    step: float = Field(gt=0, description=(
+        "The grid of sensible values (offers are rounded to it), e.g. 0.05 for a price in EUR, 1 for days, 500 "
+        "for a salary. Between low and high there must be at least 20 steps."))
+    agent_prefers: Literal["low", "high"] = Field(description=(
+        "Which end the agent's side wants ('low' for a price it pays, 'high' for payment days it gets). The "
+        "counterpart always prefers the other end."))
+    agent_weight: float = Field(gt=0, le=10, description=(
+        "How much the agent's side cares about this term relative to the others (any positive scale; the "
+        "briefing shows them as percentages, varied a little per episode), e.g. 5 for price, 2 for warranty."))
+    limit: tuple[float, float] = Field(description=(
+        "The range from which the agent's walk-away limit on this term is drawn per episode, e.g. [13.20, 14.00] "
+        "for a price the buyer may pay at most. Strictly inside (low, high): the counterpart's list terms must "
+        "lie beyond it."))
+    priority_tells: list[str] = Field(min_length=1, max_length=4, description=(
+        "One to four things a counterpart says unprompted when this term matters most to it, without numbers, "
+        "e.g. 'Margins on this part are razor thin for us.' On adversarial tiers a counterpart says them about "
+        "a term it does not care about (a red herring). May use {counterpart}."))
+    constraint: HiddenConstraint | None = Field(default=None, description=(
+        "A hard limit the counterpart may have on this term (a booked production line, a salary band cap, a "
+        "minimum rate): revealed only when the agent asks whether anything is fixed. Give at least two terms "
+        "one. The engine draws the bound per episode."))
+
+
+class Persona(_Item):
+    id: str = Field(min_length=3, max_length=40, pattern=_IDENT, description=(
+        "Identifier of one kind of counterpart, e.g. 'margin_guardian', 'volume_chaser'."))
+    description: str = Field(min_length=10, max_length=200, description=(
+        "Who this counterpart is and how it bargains (for the docs; never shown to the agent), e.g. 'a sales "
+        "manager judged on margin: concedes slowly, cares about price above all'."))
+    weights: dict[str, float] = Field(min_length=2, max_length=8, description=(
+        "How much this counterpart cares about each term: one positive number per issue id (any scale; varied "
+        "per episode), e.g. {unit_price: 6, delivery_days: 1, payment_days: 3, warranty_months: 1}. Hidden."))
+    reservation: tuple[float, float] = Field(description=(
+        "Range of its reservation utility (0..1: the share of its best deal below which it will not go), drawn "
+        "per episode, e.g. [0.35, 0.5]. Hidden. Low values leave the agent more room."))
+    concession: Literal["boulware", "linear", "conceder"] = Field(description=(
+        "Its concession style: 'boulware' holds firm until late, 'linear' concedes evenly, 'conceder' gives "
+        "ground early."))
+    patience: tuple[int, int] = Field(description=(
+        "Range of how many of the agent's messages it takes before it reaches its real limit, e.g. [4, 7]; it "
+        "walks away two messages later, sooner when insulted. Between 2 and 12."))
+    insult_margin: float = Field(ge=0.1, le=0.4, description=(
+        "How far (in utility, 0.1..0.4) below its reservation an offer may fall before it takes offence and "
+        "loses patience, e.g. 0.15."))
+    style_tells: list[str] = Field(min_length=1, max_length=4, description=(
+        "Things this counterpart lets slip about how it bargains, without numbers, e.g. 'We don't really do "
+        "discounts on list prices.' May use {counterpart}."))
+
+
+class Messages(_Item):
+    """The counterpart's replies. Placeholders: {counterpart} (its name), {offer} (its terms as a sentence),
+    {subject} (what is being negotiated), and the ones each field names."""
+
+    opening: list[str] = Field(min_length=2, max_length=6, description=(
+        "Its first message, with its list terms; must contain {offer}; may use {subject}, e.g. 'Thank you for "
+        "your enquiry about {subject}. We can offer {offer}.'"))
+    counter: list[str] = Field(min_length=2, max_length=8, description=(
+        "A counter-offer; must contain {offer}, e.g. 'We cannot quite meet that. What we can do is {offer}.'"))
+    final: list[str] = Field(min_length=2, max_length=6, description=(
+        "A counter-offer it calls its last; must contain {offer}, e.g. 'This is as far as I can go: {offer}.' "
+        "On adversarial tiers it says these before it really is at its limit (a bluff)."))
+    accept: list[str] = Field(min_length=1, max_length=4, description=(
+        "It accepts the agent's offer; must contain {offer}, e.g. 'Agreed: {offer}. I will send the order "
+        "confirmation today.'"))
+    confirm: list[str] = Field(min_length=1, max_length=4, description=(
+        "It confirms when the agent accepts its offer; may use {offer}, e.g. 'Great, then we have a deal.'"))
+    insulted: list[str] = Field(min_length=1, max_length=4, description=(
+        "Its reply to an offer far below anything it could accept, e.g. 'With respect, that is nowhere near "
+        "our costs.'"))
+    walk_away: list[str] = Field(min_length=1, max_length=4, description=(
+        "It ends the negotiation (out of patience), e.g. 'I don't think we will get there this time.'"))
+    anchors: list[str] = Field(min_length=2, max_length=6, description=(
+        "A claim meant to anchor the agent on one term, with {issue} (its label) and {value} (a figure that "
+        "favours the counterpart, with its unit phrase), e.g. 'Other customers of ours accept {value} without "
+        "discussion.' Used on adversarial tiers."))
+    priorities: list[str] = Field(min_length=1, max_length=4, description=(
+        "Its honest answer when asked what matters most to it, with {top} and {least} (term labels), e.g. "
+        "'Honestly, {top} is what keeps me up at night; {least} matters far less to us.'"))
+    no_constraints: list[str] = Field(min_length=1, max_length=4, description=(
+        "Its answer when asked whether anything is fixed on its side and nothing is, e.g. 'Nothing is set in "
+        "stone: it is a question of the overall package.'"))
+    timeline: list[str] = Field(min_length=1, max_length=4, description=(
+        "Its answer when asked how much time it has; must contain {rounds} (messages left before it walks "
+        "away), e.g. 'I need to close this within the next {rounds} emails.'"))
+
+
+class MoveNames(_Item):
+    """What the four moves are called in this world (each keeps its role in the mechanics)."""
+
+    offer: str = Field(default="send_offer", pattern=_IDENT, description="propose full terms (every issue)")
+    ask: str = Field(default="ask_question", pattern=_IDENT, description="ask the counterpart a question")
+    accept: str = Field(default="accept_offer", pattern=_IDENT, description="accept its standing offer")
+    walk_away: str = Field(default="walk_away", pattern=_IDENT, description="end without a deal")
+
+
+class Question(_Item):
+    name: str = Field(min_length=3, max_length=30, pattern=_IDENT, description="identifier the agent types")
+    text: str = Field(min_length=10, max_length=200, description="the question as the agent's message reads")
+
+
+class Questions(_Item):
+    """The three questions the agent may ask (each costs a turn)."""
+
+    priorities: Question = Field(default=Question(name="priorities", text="What matters most to you in this deal?"),
+                                 description="reveals the counterpart's most and least important terms")
+    constraints: Question = Field(default=Question(
+        name="constraints", text="Is anything fixed on your side that we should work around?"),
+        description="reveals a hidden hard limit, if it has one")
+    timeline: Question = Field(default=Question(name="timeline", text="How much time do we have to agree?"),
+                               description="reveals how many messages remain before it walks away")
+
+
+class NegotiationDomain(Domain):
+    agent_role: str = Field(min_length=3, max_length=100, description=(
+        "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
+        "data engineer role'."))
+    counterpart_role: str = Field(min_length=3, max_length=100, description=(
+        "Who sits across, e.g. 'key-account manager at the supplier', 'the hiring manager'."))
+    medium: str = Field(default="email", min_length=3, max_length=30, description=(
+        "How the two sides talk, e.g. 'email', 'phone', 'the carrier's booking chat'."))
+    counterparts: list[str] = Field(min_length=2, max_length=12, description=(
+        "Names of the people the agent may face, with their organisation, e.g. 'Jonas Weber (Hartmann "
+        "Elektronik)'. At least two, for variety."))
+    subjects: list[str] = Field(min_length=2, max_length=12, description=(
+        "What one episode negotiates, specific to this world, e.g. 'an order of 5,000 DC-DC converter modules "
+        "(part VX-240) for the Q3 inverter build'. At least two."))
+    issues: list[Issue] = Field(min_length=3, max_length=6, description=(
+        "The terms under negotiation (three to six): the value is in trading terms the sides weigh differently."))
+    personas: list[Persona] = Field(min_length=3, max_length=10, description=(
+        "The kinds of counterpart (three or more, with different priorities and styles): the seed draws one."))
+    messages: Messages
+    moves: MoveNames = Field(default_factory=MoveNames)
+    questions: Questions = Field(default_factory=Questions)
+
+    # ---- semantic checks ---------------------------------------------------------------------------------
+    def family_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        p += duplicates(self.issues, "id", "domain.issues")
+        p += duplicates(self.issues, "label", "domain.issues")
+        p += duplicates(self.personas, "id", "domain.personas")
+        p += _list_duplicates(self.counterparts, "domain.counterparts")
+        p += _list_duplicates(self.subjects, "domain.subjects")
+        ids = [i.id for i in self.issues]
+        for i, issue in enumerate(self.issues):
+            p += self._issue_problems(i, issue)
+        for i, persona in enumerate(self.personas):
+            p += self._persona_problems(i, persona, ids)
+        constrained = [i for i in self.issues if i.constraint is not None]
+        p += too_few(constrained, 2, "domain.issues", "with a `constraint`, so that ECI 4-5 can hide a hard limit "
+                     "on a term the seed varies (one constraint would make it a constant to memorise)")
+        tops = {max(ids, key=lambda k, w=persona.weights: w.get(k, 0.0)) for persona in self.personas}
+        if len(self.personas) >= 3 and len(tops) < 2:
+            p.append(DomainProblem(path="domain.personas", message=(
+                "every persona cares most about the same term: give at least two personas different top "
+                "priorities, so that the counterpart's priorities vary with the seed and are worth finding out")))
+        p += self._message_problems()
+        names = [("moves", k, v) for k, v in self.moves.model_dump().items()]
+        names += [("questions", k, v["name"]) for k, v in self.questions.model_dump().items()]
+        seen: dict[str, str] = {}
+        for group, key, value in names:
+            if value in seen:
+                p.append(DomainProblem(path=f"domain.{group}.{key}" + (".name" if group == "questions" else ""),
+                                       message=f"{value!r} is already used by {seen[value]}: names must be unique"))
+            seen[value] = f"domain.{group}.{key}"
+        return p
+
+    def _issue_problems(self, i: int, issue: Issue) -> list[DomainProblem]:
+        at, p = f"domain.issues[{i}]", []
+        if issue.id in RESERVED_FIELDS or issue.id.startswith("model_"):
+            p.append(DomainProblem(path=f"{at}.id", message=f"{issue.id!r} is reserved for the offer's own fields; "
+                                   "name the term (e.g. 'unit_price')"))
+        if "{value}" not in issue.phrase:
+            p.append(DomainProblem(path=f"{at}.phrase", message="must contain {value} (where the figure goes)"))
+        p += bad_placeholders(issue.phrase, ("value",), f"{at}.phrase")
+        if not issue.low < issue.high:
+            return [*p, DomainProblem(path=f"{at}.high", message=f"high {issue.high:g} must exceed low {issue.low:g}")]
+        points = (issue.high - issue.low) / issue.step
+        if abs(points - round(points)) > 1e-6 * max(1.0, points):
+            p.append(DomainProblem(path=f"{at}.step", message=(
+                f"the range {issue.low:g}..{issue.high:g} is not a whole number of steps of {issue.step:g}")))
+        if not MIN_GRID_POINTS <= points <= MAX_GRID_POINTS:
+            p.append(DomainProblem(path=f"{at}.step", message=(
+                f"{points:.0f} steps between low and high; between {MIN_GRID_POINTS} and {MAX_GRID_POINTS} are needed "
+                "(room to bargain, and offers an agent can type)")))
+        lo, hi = issue.limit
+        if lo > hi:
+            p.append(DomainProblem(path=f"{at}.limit", message=f"[{lo:g}, {hi:g}] is not an increasing range"))
+        elif not issue.low < lo or not hi < issue.high:
+            p.append(DomainProblem(path=f"{at}.limit", message=(
+                f"[{lo:g}, {hi:g}] must lie strictly inside ({issue.low:g}, {issue.high:g}): the counterpart's list "
+                "terms sit at one end and the agent's dream terms at the other, both beyond its limit")))
+        for j, line in enumerate(issue.priority_tells):
+            p += bad_placeholders(line, ("counterpart",), f"{at}.priority_tells[{j}]")
+        if issue.constraint is not None:
+            reveal = issue.constraint.reveal
+            if "{value}" not in reveal:
+                p.append(DomainProblem(path=f"{at}.constraint.reveal", message="must contain {value} (the bound)"))
+            p += bad_placeholders(reveal, ("value", "counterpart"), f"{at}.constraint.reveal")
+            p += bad_placeholders(issue.constraint.hint, ("counterpart",), f"{at}.constraint.hint")
+        return p
+
+    def _persona_problems(self, i: int, persona: Persona, ids: list[str]) -> list[DomainProblem]:
+        at, p = f"domain.personas[{i}]", []
+        keys = list(persona.weights)
+        p += [DomainProblem(path=f"{at}.weights.{k}", message=f"{k!r} is not a defined issue (defined: "
+                            f"{', '.join(ids)})") for k in keys if k not in ids]
+        missing = [k for k in ids if k not in persona.weights]
+        if missing:
+            p.append(DomainProblem(path=f"{at}.weights", message=f"no weight for issue(s) {', '.join(missing)}: give "
+                                   "every issue a positive weight"))
+        for k, w in persona.weights.items():
+            if not 0 < w <= 100:
+                p.append(DomainProblem(path=f"{at}.weights.{k}", message=f"{w:g} must be positive (at most 100)"))
+        lo, hi = persona.reservation
+        if not 0.05 <= lo <= hi <= 0.85:
+            p.append(DomainProblem(path=f"{at}.reservation", message=(
+                f"[{lo:g}, {hi:g}] must be an increasing range inside [0.05, 0.85]")))
+        plo, phi = persona.patience
+        if not 2 <= plo <= phi <= 12:
+            p.append(DomainProblem(path=f"{at}.patience", message=f"[{plo}, {phi}] must be an increasing range "
+                                   "inside [2, 12]"))
+        for j, line in enumerate(persona.style_tells):
+            p += bad_placeholders(line, ("counterpart",), f"{at}.style_tells[{j}]")
+        if not p and set(persona.weights) == set(ids):
+            room = self.counterpart_utility_at_strictest_limits(persona) - hi
+            if room < ZOPA_MARGIN:
+                p.append(DomainProblem(path=f"{at}.reservation", message=(
+                    f"at the agent's strictest limits this counterpart gets utility "
+                    f"{room + hi:.2f}, within {ZOPA_MARGIN} of its reservation {hi:g}: no room for a deal. Lower the "
+                    "reservation or widen the agent's limits")))
+        return p
+
+    def _message_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        base = ("counterpart", "subject")
+        spec = {  # field: (allowed placeholders, required placeholder)
+            "opening": ((*base, "offer"), "offer"), "counter": ((*base, "offer"), "offer"),
+            "final": ((*base, "offer"), "offer"), "accept": ((*base, "offer"), "offer"),
+            "confirm": ((*base, "offer"), None), "insulted": (base, None), "walk_away": (base, None),
+            "anchors": ((*base, "issue", "value"), "value"), "priorities": ((*base, "top", "least"), "top"),
+            "no_constraints": (base, None), "timeline": ((*base, "rounds"), "rounds"),
+        }
+        for name, (allowed, required) in spec.items():
+            for j, line in enumerate(getattr(self.messages, name)):
+                path = f"domain.messages.{name}[{j}]"
+                p += bad_placeholders(line, allowed, path)
+                if required and "{" + required + "}" not in line:
+                    p.append(DomainProblem(path=path, message=f"must contain {{{required}}}"))
+        p += too_few(self.messages.final, 2, "domain.messages.final", "(ECI 3 bluffs 'final' offers: real and "
+                     "bluffed ones must share their wording)")
+        return p
+
+    # ---- facts the engine and the checks use -------------------------------------------------------------
+    def counterpart_utility_at_strictest_limits(self, persona: Persona) -> float:
+        """The counterpart's utility of the agent's most demanding limits (its best deal the agent may take)."""
+        total = sum(persona.weights.values())
+        value = 0.0
+        for issue in self.issues:
+            strict = issue.limit[0] if issue.agent_prefers == "low" else issue.limit[1]
+            value += persona.weights[issue.id] / total * (1.0 - agent_value(issue, strict))
+        return value
+
+
+def agent_value(issue: Issue, x: float) -> float:
+    """Where `x` sits between the counterpart's best end (0) and the agent's best end (1) of the issue's range."""
+    span = issue.high - issue.low
+    return (issue.high - x) / span if issue.agent_prefers == "low" else (x - issue.low) / span
+
+
+def _list_duplicates(values: list[str], path: str) -> list[DomainProblem]:
+    seen: dict[str, int] = {}
+    out = []
+    for i, value in enumerate(values):
+        key = value.lower()
+        if key in seen:
+            out.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} repeats {path}[{seen[key]}]"))
+        else:
+            seen[key] = i
+    return out
+
+

@@ -1,0 +1,549 @@
+"""The reconciliation domain: the sources whose records must agree, the parties and items they record, the
+discrepancies that can be planted in them, how each is resolved, and the party terms that change the rules.
+
+Each episode generates a batch of business transactions (a purchase, a payment, a shipment). Every transaction
+leaves one record in each source (a purchase order, a goods receipt and an invoice; a ledger entry and a bank
+statement line); the records of one transaction share a matching reference. The engine plants discrepancies by
+*mechanism*, with the domain's labels, tolerances and resolutions:
+
+- `shift`: one source's quantity, unit price or amount differs from the other sources' (a price variance, a
+  short delivery, an FX difference), beyond a tolerance;
+- `transpose`: two adjacent digits of one source's amount are swapped (a keying error);
+- `omit`: the transaction is missing from some sources (a missing goods receipt, an unrecorded bank charge, an
+  outstanding cheque when `late`);
+- `duplicate`: one source holds the record twice (a resubmitted invoice, a double posting).
+
+The agent lists and inspects records, reads party terms, flags each discrepancy (record, type, resolution) and
+submits.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from openadapt.families.domain import (
+    Domain,
+    DomainProblem,
+    bad_placeholders,
+    duplicates,
+    too_few,
+    unknown_refs,
+)
+
+Role = Literal["reference", "party", "item", "quantity", "unit_price", "amount", "date"]
+NUMERIC_ROLES = ("quantity", "unit_price", "amount")
+MAX_LAG_DAYS = 5
+LATE_DAYS = 3  # a `late` omission is dated in the last LATE_DAYS days of the period
+MIN_MARGIN = 0.005  # planted variances sit at least this far (relative) from every tolerance boundary
+_ID = r"^[a-z][a-z0-9_]*$"
+_Label = Field(min_length=2, max_length=40, pattern=r"^[^|:\n]+$")
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Column(_Item):
+    role: Role = Field(description=(
+        "What this column holds: 'reference' (the matching key the sources share, e.g. the PO number), 'party' "
+        "(the counterparty), 'item' (what was bought or what kind of transaction it is), 'quantity', "
+        "'unit_price', 'amount' (quantity x unit price), or 'date'."))
+    label: str = Field(min_length=2, max_length=40, pattern=r"^[^|:\n]+$", description=(
+        "The column's heading in this source, in the source's own words, e.g. 'PO number', 'Qty received', "
+        "'Value date', 'Amount (EUR)'. No '|' or ':'."))
+    detail: bool = Field(default=False, description=(
+        "True when the column shows only when a record is opened (an invoice's line details), not in the "
+        "source's listing. Keep the columns that matching needs (reference, party, amount, date) listed."))
+
+
+class Source(_Item):
+    name: str = Field(min_length=2, max_length=30, pattern=_ID, description=(
+        "Identifier of the source, as the agent types it, e.g. 'invoice', 'goods_receipt', 'bank_statement'."))
+    noun: str = Field(min_length=3, max_length=50, description=(
+        "What one record of this source is called, singular, e.g. 'supplier invoice', 'goods receipt note', "
+        "'bank statement line'."))
+    id_prefix: str = Field(min_length=1, max_length=8, pattern=r"^[A-Z][A-Z0-9]*-?$", description=(
+        "Prefix of this source's record ids (a 5-digit number follows), e.g. 'INV-', 'GRN-', 'BS'. Unique per "
+        "source."))
+    id_is_reference: bool = Field(default=False, description=(
+        "True for the source whose record id IS the matching reference (a purchase order is known by its PO "
+        "number). At most one source; it cannot hold duplicates or be split."))
+    columns: list[Column] = Field(min_length=3, max_length=7, description=(
+        "The columns this source shows, each role at most once. Every source needs 'reference' and 'date', and "
+        "'amount' or 'quantity'. E.g. a goods receipt: PO number (reference), Received on (date), Item (item), "
+        "Qty received (quantity)."))
+    date_lag: tuple[int, int] = Field(default=(0, 0), description=(
+        f"Days (min, max; 0-{MAX_LAG_DAYS}) after the transaction that this source's record is dated, e.g. "
+        "[1, 3] for a bank that clears a payment one to three days after it is booked."))
+    ocr: bool = Field(default=False, description=(
+        "True when this source's records are read from scanned paper or PDF (invoices, delivery notes): on "
+        "noisy tiers their figures carry OCR misreads such as 'S' for '5'."))
+    splittable: bool = Field(default=False, description=(
+        "True when one transaction can legitimately show up as two records of this source that add up to the "
+        "whole (a delivery in two parts, a card settlement in two batches). Adversarial tiers plant such "
+        "splits as records that look wrong but match."))
+    split_memo: str = Field(default="", max_length=160, description=(
+        "Memo of each part of a split record (required when splittable), e.g. 'Partial delivery {part} of "
+        "{parts} against {reference}'. Placeholders: {part}, {parts}, {reference}."))
+    memos: list[str] = Field(min_length=1, max_length=6, description=(
+        "Routine memos a record of this source carries, shown when it is opened, e.g. 'Received at dock 3 by "
+        "the night shift; packaging intact'. They never signal a discrepancy. Placeholders: {party}, {item}, "
+        "{reference}, {date}."))
+
+    @field_validator("date_lag")
+    @classmethod
+    def _lag(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if not 0 <= value[0] <= value[1] <= MAX_LAG_DAYS:
+            raise ValueError(f"must be [min, max] with 0 <= min <= max <= {MAX_LAG_DAYS}")
+        return value
+
+    def role(self, role: str) -> Column | None:
+        return next((c for c in self.columns if c.role == role), None)
+
+    def listed(self, role: str) -> bool:
+        column = self.role(role)
+        return column is not None and not column.detail
+
+
+class Party(_Item):
+    id: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
+        "Identifier of the counterparty, as the agent types it to read its terms, e.g. 'nordic_steel'."))
+    name: str = Field(min_length=2, max_length=60, pattern=r"^[^|:\n]+$", description=(
+        "The party's name as records show it, e.g. 'Nordic Steel AB', 'Harbour Bank plc'."))
+    aliases: list[str] = Field(default_factory=list, max_length=4, description=(
+        "Other spellings the sources use for this party (truncated bank descriptions, abbreviations), e.g. "
+        "'NORDIC STL AB', 'Nordic Steel'. Each shares a word with the name. Shown instead of the name on noisy "
+        "tiers."))
+    items: list[str] = Field(default_factory=list, max_length=20, description=(
+        "Names of the items this party trades (empty: any item), e.g. a steel mill sells steel, not toner."))
+    terms: str = Field(min_length=20, max_length=300, description=(
+        "The routine terms on file for this party, shown when the agent reads them, e.g. 'Net 30 days; "
+        "deliveries DAP Gothenburg; account manager Eva Lind'. Never a discrepancy rule."))
+
+
+class ItemSpec(_Item):
+    name: str = Field(min_length=2, max_length=60, pattern=r"^[^|:\n]+$", description=(
+        "What is transacted, as records show it, e.g. 'Hot-rolled steel plate 10 mm', 'Supplier payment by "
+        "cheque', 'Monthly account fee'."))
+    unit: str = Field(default="", max_length=20, description="the unit a quantity counts, e.g. 'tonne', 'box of 100'")
+    price: tuple[float, float] = Field(description=(
+        "Range [low, high] of the unit price (or of the whole amount when quantity is always 1), e.g. "
+        "[640.0, 720.0]."))
+    quantity: tuple[int, int] = Field(default=(1, 1), description=(
+        "Range [low, high] of the quantity of one transaction, e.g. [5, 40]; [1, 1] for payments."))
+
+    @field_validator("price")
+    @classmethod
+    def _price(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if not 0.5 <= value[0] <= value[1] <= 10_000_000:
+            raise ValueError("must be [low, high] with 0.5 <= low <= high <= 10000000")
+        return value
+
+    @field_validator("quantity")
+    @classmethod
+    def _quantity(cls, value: tuple[int, int]) -> tuple[int, int]:
+        if not 1 <= value[0] <= value[1] <= 100_000:
+            raise ValueError("must be [low, high] with 1 <= low <= high <= 100000")
+        return value
+
+
+class Resolution(_Item):
+    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+        "Identifier of the action that settles a discrepancy, e.g. 'request_credit_note', 'post_bank_charge'."))
+    description: str = Field(min_length=10, max_length=200, description=(
+        "What the resolution does, for the agent's manual, e.g. 'ask the supplier for a credit note for the "
+        "overbilled amount and hold the invoice until it arrives'."))
+
+
+class Discrepancy(_Item):
+    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+        "The classification label the agent flags, e.g. 'price_variance', 'short_delivery', "
+        "'outstanding_cheque'."))
+    description: str = Field(min_length=15, max_length=240, description=(
+        "How to recognise it, for the agent's manual, in this world's words, e.g. 'the invoice bills a higher "
+        "unit price than the purchase order agreed'."))
+    mechanism: Literal["shift", "transpose", "omit", "duplicate"] = Field(description=(
+        "How the engine plants it: 'shift' (one source's quantity, unit_price or amount differs from the other "
+        "sources' beyond the tolerance), 'transpose' (two adjacent digits of one source's amount swapped), "
+        "'omit' (the transaction is missing from the sources in missing_from), 'duplicate' (the source holds "
+        "the record twice; the later copy is the duplicate)."))
+    source: str = Field(default="", max_length=30, description=(
+        "shift, transpose, duplicate: the source whose record is wrong, e.g. 'goods_receipt'."))
+    role: Literal["", "quantity", "unit_price", "amount"] = Field(default="", description=(
+        "shift: the value that differs ('quantity', 'unit_price' or 'amount'); transpose: always 'amount'."))
+    direction: Literal["", "up", "down"] = Field(default="", description=(
+        "shift: whether the wrong value is higher ('up') or lower ('down') than the other sources'."))
+    change: tuple[float, float] = Field(default=(0.0, 0.0), description=(
+        "shift: range [low, high] of the relative change planted, e.g. [0.04, 0.15] for 4-15%; low must exceed "
+        "the tolerance."))
+    tolerance: float = Field(default=0.0, ge=0.0, le=0.2, description=(
+        "shift: relative variance accepted without action (0.02 = 2%); a variance at or below it is not a "
+        "discrepancy. Adversarial tiers plant such near misses."))
+    missing_from: list[str] = Field(default_factory=list, max_length=2, description=(
+        "omit: the sources the transaction is missing from, e.g. ['goods_receipt']."))
+    late: bool = Field(default=False, description=(
+        f"omit: True for a timing difference: the transaction is dated in the last {LATE_DAYS} days of the "
+        "period, so the sources that record it later (a larger date_lag) have not caught up yet."))
+    items: list[str] = Field(default_factory=list, max_length=12, description=(
+        "Names of the items it can strike (empty: any), e.g. only 'Supplier payment by cheque' for an "
+        "outstanding cheque."))
+    flag: str = Field(min_length=2, max_length=30, description=(
+        "The source whose record the agent flags, e.g. 'invoice' (the document to act on); for omit, a source "
+        "that still holds the transaction."))
+    resolution: str = Field(min_length=3, max_length=40, description=(
+        "The id of its usual resolution (one of `resolutions`), e.g. 'request_credit_note'."))
+
+
+class Policy(_Item):
+    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+        "Identifier of a party-specific rule, e.g. 'backorder_agreement'."))
+    applies_to: str = Field(min_length=3, max_length=40, description="the id of the discrepancy type it changes")
+    note: str = Field(min_length=30, max_length=300, description=(
+        "The clause in one party's terms, shown only when the agent reads that party's terms. A resolution rule "
+        "names the resolution in parentheses, e.g. '{party} back-orders short shipments under framework "
+        "agreement FA-17: hold the invoice for the balance (hold_for_backorder).' A tolerance rule states it "
+        "with {tolerance}, e.g. '{party} prices are indexed to the LME: variances up to {tolerance} are "
+        "contractual.' Placeholders: {party}, {tolerance}."))
+    resolution: str = Field(default="", max_length=40, description=(
+        "Resolution rule: the resolution this party's discrepancies of that type need instead of the usual one."))
+    tolerance: float = Field(default=0.0, ge=0.0, le=0.5, description=(
+        "Tolerance rule (shift types only): the wider tolerance this party's contract allows, e.g. 0.08."))
+
+    @model_validator(mode="after")
+    def _one_effect(self) -> Policy:
+        if bool(self.resolution) == bool(self.tolerance):
+            raise ValueError("give exactly one of resolution (a resolution rule) or tolerance (a tolerance rule)")
+        return self
+
+
+class ToolNames(_Item):
+    """What the six actions are called in this world (each keeps its role in the mechanics)."""
+
+    listing: str = Field(default="list_records", pattern=_ID, description="lists every record of one source")
+    inspect: str = Field(default="inspect_record", pattern=_ID,
+                         description="opens one record: all its columns and its memo")
+    terms: str = Field(default="read_terms", pattern=_ID,
+                       description="reads one party's terms (where party-specific rules live)")
+    flag: str = Field(default="flag_discrepancy", pattern=_ID,
+                      description="records a finding: record, discrepancy type, resolution")
+    unflag: str = Field(default="withdraw_flag", pattern=_ID, description="withdraws the finding on a record")
+    submit: str = Field(default="submit_reconciliation", pattern=_ID,
+                        description="ends the episode; the findings are scored")
+
+
+class ReconciliationDomain(Domain):
+    agent_role: str = Field(min_length=3, max_length=80, description=(
+        "Who the agent is, e.g. 'the accounts-payable clerk', 'the company's treasury accountant'."))
+    batch_noun: str = Field(min_length=3, max_length=60, description=(
+        "What one episode's set of records is, e.g. 'March payables batch', 'month-end cash reconciliation'."))
+    period_start: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description=(
+        "First day of the period the records cover, ISO format, e.g. '2026-03-01'."))
+    period_days: int = Field(ge=28, le=92, description="length of the period in days, e.g. 31")
+    currency: str = Field(min_length=1, max_length=8, description="the currency of every amount, e.g. 'EUR'")
+    reference_format: str = Field(min_length=4, max_length=20, pattern=r"^[A-Za-z0-9 #/-]*\{n\}[A-Za-z0-9 #/-]*$",
+                                  description=(
+        "How a matching reference is written; {n} becomes a 5-digit number, e.g. 'PO-{n}', 'CHQ {n}'."))
+    missing_marker: str = Field(default="(blank)", min_length=1, max_length=20, description=(
+        "What a source shows for a field left empty (noisy tiers drop references), e.g. '(blank)', '---'."))
+    batch_size: int = Field(ge=5, le=10, description=(
+        "Transactions in one episode at the first tiers (harder tiers add up to 4), e.g. 7."))
+    sources: list[Source] = Field(min_length=2, max_length=3, description=(
+        "The two or three sources whose records must agree, e.g. purchase orders, goods receipts, invoices."))
+    parties: list[Party] = Field(min_length=5, max_length=30, description=(
+        "The counterparties (vendors, customers, payees, the bank itself), with what they trade and their terms."))
+    items: list[ItemSpec] = Field(min_length=3, max_length=40, description=(
+        "The catalogue: what transactions are about, with price and quantity ranges."))
+    resolutions: list[Resolution] = Field(min_length=3, max_length=20, description=(
+        "Every action that can settle a discrepancy, including those only party rules call for."))
+    discrepancies: list[Discrepancy] = Field(min_length=3, max_length=12, description=(
+        "The discrepancy types of this world, each planted by one mechanism, with its label, tolerance, the "
+        "record to flag and its usual resolution. Each must be tellable from the others from the records."))
+    policies: list[Policy] = Field(min_length=2, max_length=12, description=(
+        "Party-specific rules (hidden constraints): on the hardest tiers one party's terms carry one of these, "
+        "which changes the right resolution or widens a tolerance, and only reading that party's terms shows it."))
+    tools: ToolNames = Field(default_factory=ToolNames)
+
+    # ---- derived facts ---------------------------------------------------------------------------------
+    @property
+    def start(self) -> dt.date:
+        return dt.date.fromisoformat(self.period_start)
+
+    @property
+    def end(self) -> dt.date:
+        return self.start + dt.timedelta(days=self.period_days - 1)
+
+    def source(self, name: str) -> Source | None:
+        return next((s for s in self.sources if s.name == name), None)
+
+    def discrepancy(self, ident: str) -> Discrepancy | None:
+        return next((d for d in self.discrepancies if d.id == ident), None)
+
+    def traded_pairs(self) -> list[tuple[str, str]]:
+        """Every (party id, item name) a transaction can have."""
+        names = [i.name for i in self.items]
+        return [(p.id, item) for p in self.parties for item in (p.items or names) if item in names]
+
+    def eligible_pairs(self, d: Discrepancy) -> list[tuple[str, str]]:
+        return [pair for pair in self.traded_pairs() if not d.items or pair[1] in d.items]
+
+    def distractor_kinds(self) -> list[str]:
+        """What adversarial tiers can plant in this domain: near misses within a shift's tolerance, splits of a
+        splittable source, and look-alike repeats of a duplicate type's source."""
+        kinds = []
+        if any(d.mechanism == "shift" and d.tolerance > 0 for d in self.discrepancies):
+            kinds.append("near_miss")
+        if any(s.splittable for s in self.sources):
+            kinds.append("split")
+        if any(d.mechanism == "duplicate" for d in self.discrepancies):
+            kinds.append("lookalike")
+        return kinds
+
+    # ---- semantic checks ---------------------------------------------------------------------------------
+    def family_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        p += duplicates(self.sources, "name", "domain.sources")
+        p += duplicates(self.sources, "id_prefix", "domain.sources")
+        p += duplicates(self.parties, "id", "domain.parties")
+        p += duplicates(self.parties, "name", "domain.parties")
+        p += duplicates(self.items, "name", "domain.items")
+        p += duplicates(self.resolutions, "id", "domain.resolutions")
+        p += duplicates(self.discrepancies, "id", "domain.discrepancies")
+        p += duplicates(self.policies, "id", "domain.policies")
+        try:
+            self.start  # noqa: B018
+        except ValueError:
+            p.append(DomainProblem(path="domain.period_start", message=f"{self.period_start!r} is not a real date"))
+        p += self._source_problems()
+        p += self._party_problems()
+        p += self._discrepancy_problems()
+        p += self._policy_problems()
+        p += self._variety_problems()
+        tools = list(self.tools.model_dump().values())
+        if len(set(tools)) != len(tools):
+            p.append(DomainProblem(path="domain.tools", message=f"tool names must differ: {tools}"))
+        return p
+
+    def _source_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        keyed = [i for i, s in enumerate(self.sources) if s.id_is_reference]
+        for i in keyed[1:]:
+            p.append(DomainProblem(path=f"domain.sources[{i}].id_is_reference",
+                                   message="only one source can be keyed by the matching reference"))
+        for i, s in enumerate(self.sources):
+            at = f"domain.sources[{i}]"
+            p += duplicates(s.columns, "role", f"{at}.columns")
+            p += duplicates(s.columns, "label", f"{at}.columns")
+            roles = {c.role for c in s.columns}
+            for role in ("reference", "date"):
+                if role not in roles:
+                    p.append(DomainProblem(path=f"{at}.columns", message=f"needs a '{role}' column (matching "
+                                           "and timing rules read it)"))
+            if not roles & {"amount", "quantity"}:
+                p.append(DomainProblem(path=f"{at}.columns", message="needs an 'amount' or a 'quantity' column"))
+            for j, c in enumerate(s.columns):
+                if c.detail and c.role in ("reference", "date"):
+                    p.append(DomainProblem(path=f"{at}.columns[{j}].detail",
+                                           message=f"the {c.role} column must be listed: matching reads it"))
+            if s.splittable and s.id_is_reference:
+                p.append(DomainProblem(path=f"{at}.splittable", message="a source keyed by the reference cannot "
+                                       "hold two records of one transaction"))
+            if s.splittable:
+                if not s.split_memo:
+                    p.append(DomainProblem(path=f"{at}.split_memo", message="is required when splittable"))
+                if not (s.listed("amount") or s.listed("quantity")):
+                    p.append(DomainProblem(path=f"{at}.splittable", message="a split must show in a listed "
+                                           "amount or quantity column"))
+            p += bad_placeholders(s.split_memo, ("part", "parts", "reference"), f"{at}.split_memo")
+            for j, memo in enumerate(s.memos):
+                p += bad_placeholders(memo, ("party", "item", "reference", "date"), f"{at}.memos[{j}]")
+        if len(self.sources) >= 2 and not any(s.role("party") for s in self.sources):
+            p.append(DomainProblem(path="domain.sources", message="at least one source must show the 'party'"))
+        return p
+
+    def _party_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        names = [i.name for i in self.items]
+        everyone = {party.name.lower() for party in self.parties}
+        for i, party in enumerate(self.parties):
+            at = f"domain.parties[{i}]"
+            p += unknown_refs(party.items, names, f"{at}.items", "item (domain.items[].name)")
+            words = set(_words(party.name))
+            for j, alias in enumerate(party.aliases):
+                if not words & set(_words(alias)):
+                    p.append(DomainProblem(path=f"{at}.aliases[{j}]", message=f"{alias!r} shares no word with "
+                                           f"{party.name!r}: an alias must be recognisable"))
+                if alias.lower() in everyone or "|" in alias or ":" in alias:
+                    p.append(DomainProblem(path=f"{at}.aliases[{j}]", message=f"{alias!r} is a party name or "
+                                           "holds '|' or ':'"))
+        return p
+
+    def _discrepancy_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        sources = {s.name: s for s in self.sources}
+        resolutions = [r.id for r in self.resolutions]
+        items = [i.name for i in self.items]
+        for i, d in enumerate(self.discrepancies):
+            at = f"domain.discrepancies[{i}]"
+            p += unknown_refs([d.resolution], resolutions, f"{at}.resolution", "resolution")
+            p += unknown_refs(d.items, items, f"{at}.items", "item (domain.items[].name)")
+            p += unknown_refs([d.flag], sources, f"{at}.flag", "source")
+            if d.mechanism == "omit":
+                p += unknown_refs(d.missing_from, sources, f"{at}.missing_from", "source")
+                p += self._omit_problems(d, at, sources)
+            else:
+                p += unknown_refs([d.source], sources, f"{at}.source", "source")
+                if d.source in sources:
+                    p += self._planted_problems(d, at, sources)
+            if d.items and not self.eligible_pairs(d):
+                p.append(DomainProblem(path=f"{at}.items", message="no party trades any of these items"))
+            signature = self._signature(d)
+            for j in range(i):
+                other = self.discrepancies[j]
+                if self._signature(other) == signature and (not d.items or not other.items
+                                                             or set(d.items) & set(other.items)):
+                    p.append(DomainProblem(path=f"{at}.mechanism", message=(
+                        f"cannot be told from domain.discrepancies[{j}] ({other.id!r}): same mechanism, sources "
+                        "and direction on overlapping items; give them different sources, directions or items")))
+                    break
+        return p
+
+    @staticmethod
+    def _signature(d: Discrepancy) -> tuple:
+        return (d.mechanism, d.source, d.role, d.direction, tuple(sorted(d.missing_from)), d.late, d.flag)
+
+    def _omit_problems(self, d: Discrepancy, at: str, sources: dict[str, Source]) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        if not d.missing_from:
+            p.append(DomainProblem(path=f"{at}.missing_from", message="an omission needs the sources it is "
+                                   "missing from"))
+        elif len(set(d.missing_from)) >= len(self.sources):
+            p.append(DomainProblem(path=f"{at}.missing_from", message="cannot be missing from every source"))
+        if d.flag in d.missing_from:
+            p.append(DomainProblem(path=f"{at}.flag", message="must be a source that still holds the transaction"))
+        if d.late and d.flag in sources and all(m in sources for m in d.missing_from):
+            present = max(sources[d.flag].date_lag)
+            if not d.missing_from or min(sources[m].date_lag[0] for m in d.missing_from) <= present:
+                p.append(DomainProblem(path=f"{at}.late", message=(
+                    "a timing difference needs the sources it is missing from to record later: their date_lag "
+                    "minimum must exceed the flagged source's date_lag maximum")))
+        for field in ("source", "role", "direction"):
+            if getattr(d, field):
+                p.append(DomainProblem(path=f"{at}.{field}", message="is not used by an omission: leave it out"))
+        return p
+
+    def _planted_problems(self, d: Discrepancy, at: str, sources: dict[str, Source]) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        src = sources[d.source]
+        others = [s for s in self.sources if s.name != d.source]
+        if d.missing_from or d.late:
+            p.append(DomainProblem(path=f"{at}.missing_from", message="only omissions use missing_from and late"))
+        if d.mechanism == "duplicate":
+            if src.id_is_reference:
+                p.append(DomainProblem(path=f"{at}.source", message="a source keyed by the reference cannot hold a "
+                                       "record twice"))
+            if d.flag != d.source:
+                p.append(DomainProblem(path=f"{at}.flag", message="a duplicate is flagged in its own source"))
+            return p
+        role = d.role or ("amount" if d.mechanism == "transpose" else "")
+        if d.mechanism == "transpose" and role != "amount":
+            p.append(DomainProblem(path=f"{at}.role", message="a transposition swaps digits of the 'amount'"))
+            return p
+        if not role:
+            p.append(DomainProblem(path=f"{at}.role", message="a shift needs the value it changes"))
+            return p
+        column = src.role(role)
+        if column is None:
+            p.append(DomainProblem(path=f"{at}.role", message=f"source {d.source!r} has no {role!r} column"))
+        elif column.detail and not (role in ("quantity", "unit_price") and src.listed("amount")
+                                    and d.mechanism == "shift"):
+            p.append(DomainProblem(path=f"{at}.role", message=(
+                f"{role!r} is a detail column of {d.source!r} and no listed amount reflects it: the "
+                "discrepancy could never be seen in a listing")))
+        if not any(s.listed(role) for s in others):
+            p.append(DomainProblem(path=f"{at}.role", message=(
+                f"no other source lists {role!r}: there is nothing to compare {d.source!r} against")))
+        if d.mechanism == "shift":
+            if not d.direction:
+                p.append(DomainProblem(path=f"{at}.direction", message="a shift needs 'up' or 'down'"))
+            low, high = d.change
+            if not 0 < low <= high <= (0.9 if d.direction == "down" else 5.0):
+                p.append(DomainProblem(path=f"{at}.change", message="must be [low, high] with 0 < low <= high "
+                                       "(high <= 0.9 for 'down')"))
+            elif low < d.tolerance + 2 * MIN_MARGIN:
+                p.append(DomainProblem(path=f"{at}.change", message=(
+                    f"low {low} must exceed the tolerance {d.tolerance} by at least {2 * MIN_MARGIN}")))
+            if role == "quantity" and not any(self._item(it).quantity[1] >= 2 for _, it in self.eligible_pairs(d)):
+                p.append(DomainProblem(path=f"{at}.items", message="a quantity shift needs items whose quantity "
+                                       "can be 2 or more"))
+        elif d.tolerance or d.direction or any(d.change):
+            p.append(DomainProblem(path=f"{at}.tolerance", message="only shifts use tolerance, direction and change"))
+        return p
+
+    def _item(self, name: str) -> ItemSpec:
+        return next(i for i in self.items if i.name == name)
+
+    def _policy_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        kinds = {d.id: d for d in self.discrepancies}
+        resolutions = [r.id for r in self.resolutions]
+        for i, rule in enumerate(self.policies):
+            at = f"domain.policies[{i}]"
+            p += unknown_refs([rule.applies_to], kinds, f"{at}.applies_to", "discrepancy type")
+            p += bad_placeholders(rule.note, ("party", "tolerance"), f"{at}.note")
+            if "{party}" not in rule.note:
+                p.append(DomainProblem(path=f"{at}.note", message="must name the party with {party}"))
+            d = kinds.get(rule.applies_to)
+            if rule.resolution:
+                p += unknown_refs([rule.resolution], resolutions, f"{at}.resolution", "resolution")
+                if d is not None and rule.resolution == d.resolution:
+                    p.append(DomainProblem(path=f"{at}.resolution", message="must differ from the usual resolution "
+                                           f"of {d.id!r} (the rule makes it wrong)"))
+                if rule.resolution not in rule.note:
+                    p.append(DomainProblem(path=f"{at}.note", message=f"must name the resolution it calls for "
+                                           f"({rule.resolution!r})"))
+            if rule.tolerance:
+                if "{tolerance}" not in rule.note:
+                    p.append(DomainProblem(path=f"{at}.note", message="a tolerance rule must state it with "
+                                           "{tolerance}"))
+                if d is not None and (d.mechanism != "shift" or d.tolerance <= 0):
+                    p.append(DomainProblem(path=f"{at}.tolerance", message=(
+                        f"{d.id!r} is not a shift with a tolerance: only those can be widened")))
+                elif d is not None and rule.tolerance < d.tolerance + 0.02:
+                    p.append(DomainProblem(path=f"{at}.tolerance", message=(
+                        f"must exceed {d.id!r}'s tolerance {d.tolerance} by at least 0.02")))
+        return p
+
+    def _variety_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        pairs = self.traded_pairs()
+        need = self.batch_size + 4
+        if len(pairs) < need:
+            p.append(DomainProblem(path="domain.parties", message=(
+                f"the parties trade {len(pairs)} distinct (party, item) pairs; at least {need} (batch_size + 4) are "
+                "needed so that the transactions of a batch differ and harder tiers can add four")))
+        p += too_few(list(dict.fromkeys(d.resolution for d in self.discrepancies)), 3, "domain.discrepancies",
+                     "distinct usual resolutions, so that one resolution for everything is wrong")
+        p += too_few([x for x in self.parties if x.aliases], 2, "domain.parties",
+                     "parties with aliases (noisy tiers show a party under another spelling)")
+        kinds = self.distractor_kinds()
+        if len(kinds) < 2:
+            p.append(DomainProblem(path="domain.discrepancies", message=(
+                f"adversarial tiers (ECI 3+) plant records that look wrong but match; this domain offers "
+                f"{kinds or 'none'}; at least two kinds are needed: a shift with a tolerance > 0 (near misses), a "
+                "splittable source (split records), a duplicate type (look-alike repeats)")))
+        if len({rule.applies_to for rule in self.policies}) < 2:
+            p.append(DomainProblem(path="domain.policies", message=(
+                "the party rules of hidden-constraint tiers (ECI 4+) must change at least two different "
+                "discrepancy types, so that no single type is the one to watch")))
+        if not any(s.ocr for s in self.sources):
+            p.append(DomainProblem(path="domain.sources", message=(
+                "noisy tiers (ECI 2+) misread the figures of scanned records: at least one source needs ocr: true")))
+        return p
+
+
+def _words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) >= 3]

@@ -1,0 +1,509 @@
+"""The report domain: a periodic report about one subject (a customer, a warehouse, a ward) for one period,
+assembled from a SQLite database of records, rendered as a PDF and delivered by mail.
+
+Each episode draws a cast of subjects, one report task from a queue, the subject's records of the reported period
+(and of other periods and subjects around them), the report type's KPI definitions, the contacts and the mail
+failures. The report has three parts the engine grades: a header (the report type's title, the subject's name,
+the report date), summary metrics (aggregates of the subject's counted records of the period) and KPI rows
+(the report type's active KPI definitions, computed from the same records). Everything the agent meets - the
+tables and columns, the categories and amounts of records, the metrics, the KPIs, the names and the mailboxes -
+comes from this schema.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openadapt.families.domain import (
+    Domain,
+    DomainProblem,
+    bad_placeholders,
+    duplicates,
+    too_few,
+    unknown_refs,
+)
+
+IDENT = r"^[a-z][a-z0-9_]*$"
+SUBJECTS_PER_EPISODE = 8  # the cast of one episode: the reported subject and seven others
+KPI_SLOTS_PER_ROW = 3  # KPI definitions sit at positions 1 .. 3 x kpi_rows + 2 of their report type
+# Tables and columns the engine itself defines (the report machinery every world shares).
+FIXED_TABLES = ("report_types", "report_kpis", "report_tasks")
+FIXED_COLUMNS = {"contacts": ("email", "role", "active")}
+# Words SQLite reserves: a table or column called `order` or `group` breaks every query an agent writes.
+SQL_KEYWORDS = frozenset("""
+abort action add after all alter always analyze and as asc attach autoincrement before begin between by cascade
+case cast check collate column commit conflict constraint create cross current current_date current_time
+current_timestamp database default deferrable deferred delete desc detach distinct do drop each else end escape
+except exclude exclusive exists explain fail filter first following for foreign from full generated glob group
+groups having if ignore immediate in index indexed initially inner insert instead intersect into is isnull join
+key last left like limit match materialized natural no not nothing notnull null nulls of offset on or order others
+outer over partition plan pragma preceding primary query raise range recursive references regexp reindex release
+rename replace restrict returning right rollback row rows savepoint select set table temp temporary then ties to
+transaction trigger unbounded union unique update using vacuum values view virtual when where window with without
+""".split())
+
+Op = Literal["sum", "count", "difference", "percent", "average"]
+OP_KINDS = {"sum": "amount", "difference": "amount", "average": "amount", "count": "count", "percent": "percent"}
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+def _op() -> Any:
+    return Field(description=(
+        "How the value is computed from the subject's counted records of the period: 'sum' adds the amounts of "
+        "the categories in `of`; 'count' counts the records of those categories; 'difference' is the sum of `of` "
+        "minus the sum of `against`; 'percent' is 100 x the sum of `of` / the sum of `against` (one decimal and "
+        "a % sign); 'average' is the sum of `of` divided by the number of those records."))
+
+
+def _of() -> Any:
+    return Field(default_factory=list, max_length=8, description=(
+        "Category names (from `categories`) the value reads; an empty list means every category. E.g. "
+        "['repayment']."))
+
+
+def _against() -> Any:
+    return Field(default_factory=list, max_length=8, description=(
+        "Only for 'difference' and 'percent': the categories of the second operand (what is subtracted, or the "
+        "denominator), e.g. ['disbursement']. Leave empty for the other operations."))
+
+
+class Computation:
+    """How a value is computed from the reported subject's counted records of the reported period (the `op`,
+    `of` and `against` fields of a metric or a KPI)."""
+
+    @property
+    def kind(self) -> str:
+        """amount, count or percent: decides how the value is formatted."""
+        return OP_KINDS[self.op]  # type: ignore[attr-defined]
+
+
+class Metric(_Item, Computation):
+    field: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Identifier of the report field the agent sets for this metric, e.g. 'total_disbursed', "
+        "'pallets_received'."))
+    label: str = Field(min_length=2, max_length=40, description=(
+        "How the metric is labelled in the PDF, e.g. 'Total disbursed', 'Pallets received'."))
+    description: str = Field(min_length=5, max_length=160, description=(
+        "What the metric computes, as a phrase that follows the field name in the agent's instructions, e.g. "
+        "'sums the disbursements', 'counts the posted movements of every kind'. It must agree with `op`/`of`."))
+    op: Op = _op()
+    of: list[str] = _of()
+    against: list[str] = _against()
+
+
+class Kpi(_Item, Computation):
+    code: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Identifier of the KPI, e.g. 'net_cash_flow', 'dock_to_stock_ratio'."))
+    label: str = Field(min_length=2, max_length=40, description=(
+        "The KPI's label as listed in the KPI table and printed in the report, e.g. 'Net cash flow'. The agent "
+        "must copy it exactly."))
+    formula: str = Field(min_length=5, max_length=160, description=(
+        "The formula as the KPI table writes it for the agent, in terms of the metrics or categories, e.g. "
+        "'total_repaid - total_disbursed' or 'sum of the posted return amounts of the week'. It must agree with "
+        "`op`/`of`/`against`: it is the only place the agent learns how to compute the KPI."))
+    op: Op = _op()
+    of: list[str] = _of()
+    against: list[str] = _against()
+
+
+class Category(_Item):
+    name: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "A kind of record, as stored in the category column, e.g. 'disbursement', 'inbound_receipt', "
+        "'admission'."))
+    amount: tuple[float, float] = Field(description=(
+        "[low, high]: the range of one record's amount in the measure's unit, e.g. [5000.00, 250000.00] for "
+        "loan disbursements in dollars, or [1, 40] for pallets. Positive, with no more decimals than the "
+        "measure has."))
+    per_period: tuple[int, int] = Field(description=(
+        "[low, high]: how many such records the reported subject has in the reported period, e.g. [2, 5]; low "
+        "at least 1 (every category has business in the period), high at most 12."))
+
+
+class Measure(_Item):
+    column: str = Field(default="amount", min_length=2, max_length=30, pattern=IDENT, description=(
+        "Column of the records table holding each record's amount, e.g. 'amount', 'pallets', 'charge'."))
+    decimals: int = Field(default=2, ge=0, le=3, description=(
+        "Decimals of an amount: 2 for money, 0 for whole units such as pallets or patients."))
+    unit: str = Field(min_length=1, max_length=12, pattern=r"^[A-Za-z][A-Za-z.]*$", description=(
+        "The unit code written next to an amount, e.g. 'USD', 'EUR', 'pallets', 'kg'."))
+    symbol: str = Field(default="", max_length=3, description=(
+        "A symbol messy exports put before an amount, e.g. '$' or '£'; empty for units without one."))
+    placement: Literal["prefix", "suffix"] = Field(default="prefix", description=(
+        "Where the unit code goes when a house style writes it: 'prefix' (USD 12345.60) or 'suffix' "
+        "(1234 pallets)."))
+    unit_word: str = Field(default="unit", min_length=3, max_length=30, description=(
+        "What the unit code is called in a formatting hint, e.g. 'currency code', 'unit'."))
+
+
+class Attribute(_Item):
+    column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "A descriptive column, e.g. 'segment', 'region', 'shift'."))
+    values: list[str] = Field(min_length=2, max_length=12, description=(
+        "Values the column takes (one is drawn per row), e.g. ['retail', 'sme', 'corporate']."))
+
+
+class SubjectTable(_Item):
+    table: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "Table of the subjects a report is about, e.g. 'customers', 'warehouses', 'wards'."))
+    id_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "Its key column, which every other table uses to name a subject, e.g. 'customer_id', 'site_id'."))
+    name_column: str = Field(default="name", min_length=2, max_length=30, pattern=IDENT,
+                             description="Column holding the subject's name, e.g. 'name'.")
+    id_prefix: str = Field(pattern=r"^[A-Z]{1,4}-$", description=(
+        "Prefix of subject ids (a three-digit number follows), e.g. 'C-' gives 'C-482'."))
+    attributes: list[Attribute] = Field(default_factory=list, max_length=3, description=(
+        "Descriptive columns of a subject (colour for the agent, never needed for the report), e.g. "
+        "segment and region."))
+
+
+class RecordTable(_Item):
+    table: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "Table of the records the report aggregates, e.g. 'transactions', 'movements', 'encounters'."))
+    id_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description="Its key, e.g. 'txn_id'.")
+    id_prefix: str = Field(pattern=r"^[A-Z]{1,4}-$", description=(
+        "Prefix of record ids (a five-digit number follows), e.g. 'TX-'."))
+    date_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "Column of the date a record belongs to (the period's date for a periodic report), e.g. 'txn_date', "
+        "'week_start'."))
+    category_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "Column holding the record's category, e.g. 'kind', 'movement_type'."))
+    status_column: str = Field(default="status", min_length=2, max_length=30, pattern=IDENT, description=(
+        "Column holding the record's status, e.g. 'status'."))
+    measure: Measure = Field(description="The amount each record carries.")
+    columns: list[Attribute] = Field(default_factory=list, max_length=3, description=(
+        "Extra descriptive columns of a record (one value drawn per record), e.g. a 'dock' or 'channel' "
+        "column. Never needed for the report."))
+
+
+class Statuses(_Item):
+    counted: str = Field(min_length=2, max_length=20, pattern=IDENT, description=(
+        "The status of a record that counts in the report, e.g. 'settled', 'posted', 'billed'."))
+    excluded: list[str] = Field(min_length=1, max_length=4, description=(
+        "Statuses of records that must not be counted (they appear as distractors on harder tiers), e.g. "
+        "['reversed', 'pending']."))
+
+
+class ReportType(_Item):
+    code: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
+        "Identifier of a kind of report, e.g. 'loan_book', 'inbound_flow'."))
+    title: str = Field(min_length=5, max_length=80, description=(
+        "The report's title, printed at the top of the PDF, e.g. 'Daily Loan Book Report'."))
+
+
+class Header(_Item):
+    title_field: str = Field(default="title", min_length=2, max_length=40, pattern=IDENT, description=(
+        "Report field holding the report type's title, e.g. 'title'."))
+    subject_field: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Report field holding the subject's name, e.g. 'customer_name', 'warehouse_name'."))
+    subject_label: str = Field(min_length=2, max_length=40, description=(
+        "The PDF label of the subject's name, e.g. 'Customer', 'Warehouse'."))
+    date_field: str = Field(default="report_date", min_length=2, max_length=40, pattern=IDENT, description=(
+        "Report field holding the report date, e.g. 'report_date', 'week_start'."))
+    date_label: str = Field(default="Report date", min_length=2, max_length=40, description=(
+        "The PDF label of the report date, e.g. 'Report date', 'Week starting'."))
+
+
+class TaskNames(_Item):
+    """The names of the three tasks (easy, medium, hard) in this world's words; their content is fixed."""
+
+    header: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "Easy task: fill the header only, e.g. 'daily_header'."))
+    summary: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "Medium task: header and summary metrics, e.g. 'daily_summary'."))
+    full: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "Hard task: header, metrics, KPI rows, the PDF and its delivery, e.g. 'daily_full'."))
+
+
+class ReportDomain(Domain):
+    agent_role: str = Field(min_length=5, max_length=100, description=(
+        "Who the agent is, e.g. 'a back-office reporting agent at a lender', 'the regional operations analyst "
+        "of a logistics company'."))
+    subject_noun: str = Field(min_length=3, max_length=30, pattern=r"^[a-z][a-z ]*$", description=(
+        "What one subject is called, singular and lowercase, e.g. 'customer', 'warehouse', 'ward'."))
+    records_noun: str = Field(min_length=3, max_length=30, pattern=r"^[a-z][a-z ]*$", description=(
+        "What the records are called, plural and lowercase, e.g. 'transactions', 'stock movements'."))
+    first_date: dt.date = Field(description=(
+        "The first date a report can cover (YYYY-MM-DD), e.g. 2026-01-05; for weekly reports a Monday."))
+    period_days: int = Field(default=1, ge=1, le=31, description=(
+        "Length of one reporting period in days: 1 for daily reports, 7 for weekly ones. Report dates are "
+        "first_date plus whole periods, and records carry the date of their period."))
+    periods: int = Field(ge=1, le=2000, description=(
+        "How many periods after first_date a report can cover (the report date is drawn from them), e.g. 320."))
+    task_names: TaskNames
+    header: Header
+    subject_table: SubjectTable
+    subject_names: list[str] = Field(min_length=1, max_length=60, description=(
+        "Names of the subjects, realistic for this world, e.g. 'Aldergrove Capital', 'Rotterdam North DC'. At "
+        "least 10, unique, in Latin-1 characters (they are printed in a PDF)."))
+    lookalike_name: str = Field(min_length=8, max_length=80, description=(
+        "How a look-alike of a subject is named (a distractor with its own business on harder tiers); must "
+        "contain {name}, e.g. '{name} Holdings', '{name} Overflow Yard'."))
+    subject_name_example: str = Field(min_length=3, max_length=40, description=(
+        "A made-up subject name used in a formatting hint (shown in upper case), e.g. 'Acme Lending'."))
+    contacts_table: str = Field(default="contacts", min_length=2, max_length=30, pattern=IDENT, description=(
+        "Table of the subjects' report recipients (columns: the subject id, email, role primary/backup, "
+        "active), e.g. 'contacts'."))
+    mailboxes: list[str] = Field(min_length=1, max_length=12, description=(
+        "Local parts of the recipients' mail addresses (three are drawn per subject: primary, backup and a "
+        "retired one), e.g. ['reports', 'finance', 'treasury', 'ops']. The first one also serves look-alikes."))
+    report_types: list[ReportType] = Field(min_length=1, max_length=10, description=(
+        "The kinds of report the queue holds, at least 3."))
+    categories: list[Category] = Field(min_length=1, max_length=6, description=(
+        "The categories of records, each with its amount range and how many the subject has in a period."))
+    record_table: RecordTable
+    statuses: Statuses
+    metrics: list[Metric] = Field(min_length=1, max_length=4, description=(
+        "The summary metrics of the report (fields the agent sets), e.g. total disbursed, total repaid and a "
+        "count of transactions. At least one must be an amount (sum, difference or average)."))
+    kpi_rows: int = Field(default=2, ge=1, le=3, description=(
+        "How many KPI rows each report type has (active definitions at increasing positions)."))
+    kpis: list[Kpi] = Field(min_length=1, max_length=10, description=(
+        "The KPI catalogue report types draw their rows from; at least kpi_rows + 2 (the spare ones become "
+        "retired definitions on harder tiers)."))
+    metrics_heading: str = Field(default="Summary metrics", min_length=3, max_length=40,
+                                 description="PDF heading above the summary metrics.")
+    kpis_heading: str = Field(default="Key performance indicators", min_length=3, max_length=40,
+                              description="PDF heading above the KPI rows.")
+
+    # ---- facts the engine uses ---------------------------------------------------------------------------
+    @property
+    def header_fields(self) -> tuple[str, str, str]:
+        h = self.header
+        return (h.title_field, h.subject_field, h.date_field)
+
+    @property
+    def metric_fields(self) -> tuple[str, ...]:
+        return tuple(m.field for m in self.metrics)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.header_fields + self.metric_fields
+
+    @property
+    def category_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.categories)
+
+    def categories_of(self, names: list[str]) -> tuple[str, ...]:
+        """The categories a computation reads (an empty list: all of them), in domain order."""
+        return tuple(c for c in self.category_names if not names or c in names)
+
+    @property
+    def lookalike_categories(self) -> tuple[str, ...]:
+        """Categories a look-alike subject does business in: those the summary metrics add up (or all)."""
+        summed = [c for m in self.metrics if m.op == "sum" for c in self.categories_of(m.of)]
+        return tuple(c for c in self.category_names if c in summed) or self.category_names
+
+    def minor_units(self, value: float) -> int:
+        return int((Decimal(str(value)) * (10 ** self.record_table.measure.decimals)).to_integral_value())
+
+    # ---- semantic checks ---------------------------------------------------------------------------------
+    def family_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        p += self._variety_problems()
+        p += self._name_problems()
+        p += self._table_problems()
+        p += self._computation_problems()
+        p += self._text_rules()
+        return p
+
+    def _variety_problems(self) -> list[DomainProblem]:
+        p = too_few(self.subject_names, 10, "domain.subject_names",
+                    f"(each episode casts {SUBJECTS_PER_EPISODE} of them; more than that keeps episodes varied)")
+        p += too_few(self.report_types, 3, "domain.report_types",
+                     "so that the title cannot be guessed and the queue holds other reports")
+        p += too_few(self.categories, 2, "domain.categories", "so that metrics must filter by category")
+        p += too_few(self.mailboxes, 3, "domain.mailboxes",
+                     "(each subject gets a primary, a backup and, on ECI 3+, a retired primary mailbox)")
+        p += too_few(self.kpis, self.kpi_rows + 2, "domain.kpis",
+                     f"(kpi_rows {self.kpi_rows} per report type, plus spare definitions that ECI 3+ lists as "
+                     "retired rows ahead of the live ones)")
+        if not any(m.kind == "amount" for m in self.metrics):
+            p.append(DomainProblem(path="domain.metrics", message=(
+                "no metric is an amount (sum, difference or average): ECI 4's hidden house style for amounts "
+                "would change nothing in the summary task")))
+        for i, cat in enumerate(self.categories):
+            at = f"domain.categories[{i}]"
+            low, high = cat.per_period
+            if not 1 <= low <= high <= 12:
+                p.append(DomainProblem(path=f"{at}.per_period", message=(
+                    f"[{low}, {high}] must satisfy 1 <= low <= high <= 12 (every category has business in the "
+                    "period, so ratios and averages are defined)")))
+            lo, hi = cat.amount
+            if not 0 < lo < hi:
+                p.append(DomainProblem(path=f"{at}.amount", message=f"[{lo}, {hi}] must satisfy 0 < low < high"))
+            scale = 10 ** self.record_table.measure.decimals
+            for j, bound in enumerate(cat.amount):
+                if abs(bound * scale - round(bound * scale)) > 1e-6 or bound * scale > 1e12:
+                    p.append(DomainProblem(path=f"{at}.amount[{j}]", message=(
+                        f"{bound} needs at most {self.record_table.measure.decimals} decimal(s) and must be "
+                        "below 10^12 minor units")))
+        return p
+
+    def _name_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        subjects = [_Named(name=n) for n in self.subject_names]
+        p += duplicates(subjects, "name", "domain.subject_names")
+        slugs: dict[str, int] = {}
+        for i, name in enumerate(self.subject_names):
+            slug = slugify(name)
+            if slug in slugs and self.subject_names[slugs[slug]].lower() != name.lower():
+                p.append(DomainProblem(path=f"domain.subject_names[{i}]", message=(
+                    f"{name!r} gives the same mail domain ({slug}.example) as domain.subject_names[{slugs[slug]}]")))
+            slugs.setdefault(slug, i)
+        folded = {n.casefold() for n in self.subject_names}
+        for i, name in enumerate(self.subject_names):
+            twin = fill_name(self.lookalike_name, name)
+            if twin.casefold() in folded:
+                p.append(DomainProblem(path=f"domain.subject_names[{i}]", message=(
+                    f"its look-alike {twin!r} (domain.lookalike_name) is itself a subject: names must stay "
+                    "unambiguous")))
+        p += duplicates(self.report_types, "code", "domain.report_types")
+        p += duplicates(self.report_types, "title", "domain.report_types")
+        p += duplicates(self.categories, "name", "domain.categories")
+        p += duplicates(self.metrics, "field", "domain.metrics")
+        p += duplicates(self.metrics, "label", "domain.metrics")
+        p += duplicates(self.kpis, "code", "domain.kpis")
+        p += duplicates(self.kpis, "label", "domain.kpis")
+        p += duplicates([_Named(name=m) for m in self.mailboxes], "name", "domain.mailboxes")
+        for i, box in enumerate(self.mailboxes):
+            if not re.match(r"^[a-z][a-z0-9.-]*$", box):
+                p.append(DomainProblem(path=f"domain.mailboxes[{i}]", message=(
+                    f"{box!r} must be the local part of a mail address: lowercase letters, digits, '.', '-'")))
+        statuses = [self.statuses.counted, *self.statuses.excluded]
+        for j, status in enumerate(self.statuses.excluded):
+            if not re.match(IDENT, status):
+                p.append(DomainProblem(path=f"domain.statuses.excluded[{j}]",
+                                       message=f"{status!r} must be a lowercase identifier"))
+        if len(set(statuses)) != len(statuses):
+            p.append(DomainProblem(path="domain.statuses", message=f"statuses must differ: {statuses}"))
+        tasks = list(self.task_names.model_dump().values())
+        if len(set(tasks)) != len(tasks):
+            p.append(DomainProblem(path="domain.task_names", message=f"task names must differ: {tasks}"))
+        fields = list(self.fields)
+        for i, name in enumerate(fields):
+            if name in fields[:i]:
+                where = (f"domain.header.{('title_field', 'subject_field', 'date_field')[i]}" if i < 3
+                         else f"domain.metrics[{i - 3}].field")
+                p.append(DomainProblem(path=where, message=f"report field {name!r} is used twice"))
+        labels = [self.header.subject_label, self.header.date_label, *(m.label for m in self.metrics)]
+        if len({x.casefold() for x in labels}) != len(labels):
+            p.append(DomainProblem(path="domain.header", message=f"PDF labels must differ: {labels}"))
+        return p
+
+    def _table_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        s, r = self.subject_table, self.record_table
+        named = {
+            "domain.subject_table.table": s.table, "domain.record_table.table": r.table,
+            "domain.contacts_table": self.contacts_table,
+        }
+        for path, table in named.items():
+            if table in FIXED_TABLES:
+                p.append(DomainProblem(path=path, message=f"{table!r} is one of the engine's own tables "
+                                       f"({', '.join(FIXED_TABLES)})"))
+        if len(set(named.values())) != len(named):
+            p.append(DomainProblem(path="domain.record_table.table", message=(
+                f"table names must differ: {sorted(named.values())}")))
+        columns = {
+            "domain.subject_table": [("id_column", s.id_column), ("name_column", s.name_column),
+                                     *((f"attributes[{i}].column", a.column) for i, a in enumerate(s.attributes))],
+            "domain.record_table": [("id_column", r.id_column), ("date_column", r.date_column),
+                                    ("category_column", r.category_column), ("status_column", r.status_column),
+                                    ("measure.column", r.measure.column),
+                                    *((f"columns[{i}].column", a.column) for i, a in enumerate(r.columns))],
+        }
+        columns["domain.record_table"].insert(1, ("(subject id)", s.id_column))
+        for table_path, cols in columns.items():
+            seen: dict[str, str] = {}
+            for field, col in cols:
+                if col in seen:
+                    p.append(DomainProblem(path=f"{table_path}.{field}", message=(
+                        f"column {col!r} is already {seen[col]}: columns of a table must differ")))
+                seen.setdefault(col, field)
+        if s.id_column in FIXED_COLUMNS["contacts"]:
+            p.append(DomainProblem(path="domain.subject_table.id_column", message=(
+                f"{s.id_column!r} clashes with the contacts table's own columns {FIXED_COLUMNS['contacts']}")))
+        for path, word in [*named.items(), *((f"{t}.{f}", c) for t, cols in columns.items() for f, c in cols
+                                             if f != "(subject id)")]:
+            if word in SQL_KEYWORDS:
+                p.append(DomainProblem(path=path, message=f"{word!r} is an SQL keyword: every query naming it "
+                                       "would fail; pick another name (e.g. a plural or a suffix)"))
+        for i, attr in enumerate([*s.attributes, *r.columns]):
+            where = (f"domain.subject_table.attributes[{i}]" if i < len(s.attributes)
+                     else f"domain.record_table.columns[{i - len(s.attributes)}]")
+            p += duplicates([_Named(name=v) for v in attr.values], "name", f"{where}.values")
+        return p
+
+    def _computation_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        known = self.category_names
+        items = [(f"domain.metrics[{i}]", m) for i, m in enumerate(self.metrics)]
+        items += [(f"domain.kpis[{i}]", k) for i, k in enumerate(self.kpis)]
+        for at, comp in items:
+            p += unknown_refs(comp.of, known, f"{at}.of", "category")
+            p += unknown_refs(comp.against, known, f"{at}.against", "category")
+            if comp.op in ("difference", "percent"):
+                if not comp.against:
+                    p.append(DomainProblem(path=f"{at}.against", message=(
+                        f"'{comp.op}' needs the categories of its second operand")))
+                elif set(self.categories_of(comp.of)) == set(self.categories_of(comp.against)):
+                    p.append(DomainProblem(path=f"{at}.against", message=(
+                        "reads the same categories as `of`: the value would always be "
+                        + ("0" if comp.op == "difference" else "100.0%"))))
+            elif comp.against:
+                p.append(DomainProblem(path=f"{at}.against", message=f"'{comp.op}' takes no second operand"))
+        return p
+
+    def _text_rules(self) -> list[DomainProblem]:
+        p = bad_placeholders(self.lookalike_name, ("name",), "domain.lookalike_name")
+        if "{name}" not in self.lookalike_name:
+            p.append(DomainProblem(path="domain.lookalike_name", message="must contain {name}"))
+        printed = [(f"domain.subject_names[{i}]", n) for i, n in enumerate(self.subject_names)]
+        printed += [(f"domain.report_types[{i}].title", t.title) for i, t in enumerate(self.report_types)]
+        printed += [(f"domain.metrics[{i}].label", m.label) for i, m in enumerate(self.metrics)]
+        printed += [(f"domain.kpis[{i}].label", k.label) for i, k in enumerate(self.kpis)]
+        printed += [("domain.header.subject_label", self.header.subject_label),
+                    ("domain.header.date_label", self.header.date_label),
+                    ("domain.lookalike_name", self.lookalike_name), ("domain.metrics_heading", self.metrics_heading),
+                    ("domain.kpis_heading", self.kpis_heading),
+                    ("domain.record_table.measure.unit", self.record_table.measure.unit)]
+        for path, text in printed:
+            p += bad_placeholders(text, ("name",) if path == "domain.lookalike_name" else (), path)
+            try:
+                text.encode("latin-1")
+            except UnicodeEncodeError:
+                p.append(DomainProblem(path=path, message=(
+                    f"{text!r} has characters outside Latin-1: the PDF's fonts cannot print them")))
+            if "  " in text or any(ord(ch) < 32 for ch in text) or "|" in text:
+                p.append(DomainProblem(path=path, message=(
+                    "no double spaces, control characters or '|' (query results separate columns with ' | ')")))
+            if re.match(r"^\d+\. ", text):
+                p.append(DomainProblem(path=path, message="must not start like a numbered KPI row ('1. ')"))
+        for i, metric in enumerate(self.metrics):
+            p += bad_placeholders(metric.description, (), f"domain.metrics[{i}].description")
+        for i, kpi in enumerate(self.kpis):
+            p += bad_placeholders(kpi.formula, (), f"domain.kpis[{i}].formula")
+        return p
+
+
+class _Named(_Item):
+    name: str
+
+
+def slugify(name: str) -> str:
+    """A subject's mail domain label: 'Aldergrove Capital' -> 'aldergrove-capital'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def fill_name(template: str, name: str) -> str:
+    from openadapt.families.domain import fill
+
+    return fill(template, name=name)
