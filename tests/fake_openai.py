@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -24,6 +25,8 @@ class FakeOpenAI:
     requests: list[dict] = field(default_factory=list)
     headers: list[dict] = field(default_factory=list)
     known_models: tuple[str, ...] = ("designer-1",)
+    # Answers a request (its JSON body) when no scripted reply is queued: a stand-in model for long dialogues.
+    responder: Callable[[dict], Scripted] | None = None
 
     def __post_init__(self):
         fake = self
@@ -41,7 +44,12 @@ class FakeOpenAI:
                 if body.get("model") not in fake.known_models:
                     return self._send(404, {"error": {"message": f"model {body.get('model')} not found",
                                                       "type": "invalid_request_error", "code": "model_not_found"}})
-                reply = fake.replies.pop(0) if fake.replies else Scripted(status=500, error="script exhausted")
+                if fake.replies:
+                    reply = fake.replies.pop(0)
+                elif fake.responder is not None:
+                    reply = fake.responder(body)
+                else:
+                    reply = Scripted(status=500, error="script exhausted")
                 if reply.status != 200:
                     return self._send(reply.status, {"error": {"message": reply.error, "type": "server_error"}})
                 words = len(reply.text.split())

@@ -1,6 +1,7 @@
 """Escalation goes through the validator: a harder tier that fails a check is refused with its reports kept,
-one that passes is certified into the run's folder; the offline designer re-certifies a blueprint's own tier and
-refuses a tier the package does not have. The LLM is the loopback chat-completions server."""
+one that passes is certified into the run's folder; without a designer rewrite (family packages, or no LLM) the
+package's own tier is re-certified, and a tier the package does not have is refused. The LLM is the loopback
+chat-completions server."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ import json
 
 import pytest
 from fake_openai import FakeOpenAI, Scripted
-from scripted_designs import NAME, SPEC, design_reply
+from scripted_designs import NAME, design_reply
 
-from openadapt.designer.escalate import EscalationRequest, escalate
+from openadapt.curriculum.escalation import EscalationRequest, Recertifier
+from openadapt.designer.escalate import DesignerEscalator
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMConfig
 from openadapt.envpkg.loader import resolve
@@ -24,25 +26,24 @@ def llm_config(server: FakeOpenAI) -> LLMConfig:
 
 @pytest.fixture
 def package(llm, tmp_path, validator):
-    """A generated one-tier package (guess_game at ECI 1 only) to escalate from."""
-    one_tier = {**SPEC, "eci_tiers": [1], "step_budget": {"1": 8}}
-    llm.replies = [Scripted(design_reply(spec=one_tier))]
-    result = generate(GenerateRequest(task="A guessing game", output_root=tmp_path / "generated", name=NAME,
-                                      llm=llm_config(llm)), validator=validator)
+    """A generated package with custom mechanics (the code-lock game) to escalate from."""
+    llm.replies = [Scripted(design_reply())]
+    result = generate(GenerateRequest(task="A code lock", output_root=tmp_path / "generated", name=NAME,
+                                      llm=llm_config(llm), custom=True), validator=validator)
     assert result.ok, result.reason
     llm.requests.clear()
     return result.path
 
 
-def request(tmp_path, package, llm=None, target=2, **kw) -> EscalationRequest:
-    return EscalationRequest(package=package, task="A guessing game", current=target - 1, target=target,
+def request(tmp_path, package, target=2, **kw) -> EscalationRequest:
+    return EscalationRequest(package=package, task="A code lock", current=target - 1, target=target,
                              solve_rate=0.93, dest=tmp_path / "run" / "envs" / f"v2-eci{target}",
-                             rejected_root=tmp_path / "run" / "envs" / "rejected", llm=llm, **kw)
+                             rejected_root=tmp_path / "run" / "envs" / "rejected", **kw)
 
 
 def test_a_failing_harder_tier_is_rejected_with_its_reports_kept(llm, tmp_path, validator, package):
     llm.replies = [Scripted(design_reply(bug=True))] * 2
-    result = escalate(request(tmp_path, package, llm_config(llm), max_attempts=2), validator)
+    result = DesignerEscalator(llm_config(llm)).escalate(request(tmp_path, package, max_attempts=2), validator)
     assert not result.ok and "runtime.api_contract" in result.failing_checks
     assert not (tmp_path / "run" / "envs" / "v2-eci2").exists()  # nothing half-certified appears
     rejected = result.rejected_dir
@@ -58,26 +59,28 @@ def test_a_failing_harder_tier_is_rejected_with_its_reports_kept(llm, tmp_path, 
 
 
 def test_a_passing_harder_tier_is_certified(llm, tmp_path, validator, package):
-    llm.replies = [Scripted(design_reply())]  # the two-tier design
-    result = escalate(request(tmp_path, package, llm_config(llm)), validator)
+    llm.replies = [Scripted(design_reply())]
+    result = DesignerEscalator(llm_config(llm)).escalate(request(tmp_path, package), validator)
     assert result.ok, result.reason
     dest = tmp_path / "run" / "envs" / "v2-eci2"
     report = json.loads((dest / "validation.json").read_text())
     assert report["verdict"] == "pass" and 2 in report["tiers"]
-    assert resolve(str(dest / "package")).manifest.openadapt.eci_tiers == [1, 2]
+    assert resolve(str(dest / "package")).manifest.openadapt.eci_tiers == [1, 2, 3, 4, 5]
+    assert "Make ECI 2" in llm.requests[0]["messages"][-1]["content"]
     provenance = json.loads((dest / "provenance.json").read_text())
     assert "escalation: ECI 1 -> 2" in provenance["task"] and provenance["validation"]["verdict"] == "pass"
 
 
-def test_offline_refuses_a_tier_the_package_does_not_have(tmp_path, validator, package):
-    result = escalate(request(tmp_path, package), validator)
-    assert not result.ok and "cannot write a new tier" in result.reason
+def test_a_tier_the_package_does_not_have_is_refused_without_a_rewrite(tmp_path, validator, guess_copy):
+    result = Recertifier().escalate(request(tmp_path, guess_copy, target=3), validator)  # guess_env: ECI 1-2
+    assert not result.ok and "only an LLM designer can write a new tier" in result.reason
     assert (result.rejected_dir / "REJECTED.json").exists()
 
 
-def test_offline_recertifies_a_seeds_own_tier(tmp_path, validator):
+def test_a_family_package_is_recertified_even_with_an_llm(llm, tmp_path, validator):
     seed = resolve("seed:incident_triage").root
-    result = escalate(request(tmp_path, seed, target=3), validator)
+    result = DesignerEscalator(llm_config(llm)).escalate(request(tmp_path, seed, target=3), validator)
+    assert not llm.requests  # the family engine already has every tier: nothing to rewrite
     assert result.ok, result.reason
     report = json.loads((tmp_path / "run" / "envs" / "v2-eci3" / "validation.json").read_text())
     assert {1, 2, 3} <= set(report["tiers"])

@@ -23,7 +23,7 @@ STEPS = 6
 # escalates through the designer and validator whatever the tiny model has learnt.
 FAST = ["--model", "tiny", "--num-generations", "2", "--prompts-per-step", "2", "--warmup-steps", "4",
         "--window", "8", "--threshold", "0", "--replay-share", "0.5", "--eval-episodes", "0", "--save-steps", "1",
-        "--wandb", "disabled", "--offline"]
+        "--wandb", "disabled"]
 
 
 def cli(*args: str) -> list[str]:

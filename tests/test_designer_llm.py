@@ -22,7 +22,7 @@ def request(llm: FakeOpenAI, tmp_path: Path, **kw) -> GenerateRequest:
                        max_retries=kw.pop("max_retries", 3))
     return GenerateRequest(task="A lock opened by a code found from higher/lower hints",
                            output_root=tmp_path / "generated_envs",
-                           name=NAME, llm=config, **kw)
+                           name=NAME, llm=config, custom=True, **kw)
 
 
 def all_text(root: Path) -> str:
@@ -138,7 +138,8 @@ def test_wrong_key_unknown_model_and_dead_endpoint(llm, tmp_path, validator):
     config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="designer-1", api_key=KEY, backoff_s=0.01,
                        max_retries=1, timeout_s=2)
     with pytest.raises(LLMError, match="did not answer after 2 tries"):
-        generate(GenerateRequest(task="x y z", output_root=tmp_path / "generated_envs", name=NAME, llm=config),
+        generate(GenerateRequest(task="x y z", output_root=tmp_path / "generated_envs", name=NAME, llm=config,
+                                 custom=True),
                  validator=validator)
     assert not (tmp_path / "generated_envs" / NAME).exists()
     assert LLMError.exit_code == 4

@@ -48,9 +48,9 @@ def answer(seed: int, eci: int) -> tuple[str, str]:
     env = load("seed:incident_triage").make_env()
     env.reset(seed=seed, eci=eci)
     inc = env.oracle_view()
-    diagnosis = json.dumps({"tool": "diagnose_incident", "service": inc.root, "root_cause": inc.fault.root_cause,
-                            "mitigation": inc.mitigation, "confidence": 0.9})
-    return diagnosis, json.dumps({"tool": "query_metrics", "service": inc.root})
+    diagnosis = json.dumps({"tool": "diagnose_incident", "component": inc.root, "fault": inc.fault.id,
+                            "fix": inc.fix, "confidence": 0.9})
+    return diagnosis, json.dumps({"tool": "query_metrics", "component": inc.root})
 
 
 def scripted(tokenizer, replies: list[str], contexts: list | None = None, eos: bool = True):
@@ -195,7 +195,7 @@ def test_each_completion_gets_the_reward_of_its_own_episode(tmp_path):
         replies = []
         for spec in specs:
             diagnosis, investigation = answer(spec.seed, spec.eci)
-            wrong = json.loads(diagnosis) | {"root_cause": "disk_full" if "disk" not in diagnosis else "memory_leak"}
+            wrong = json.loads(diagnosis) | {"fault": "disk_full" if "disk" not in diagnosis else "memory_leak"}
             replies += [diagnosis, json.dumps(wrong), "I think the database is down", investigation]
         solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
         seen: dict = {}

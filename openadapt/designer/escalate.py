@@ -60,8 +60,9 @@ class DesignerEscalator:
 
     def escalate(self, request: EscalationRequest, validator: Any) -> EscalationResult:
         manifest = parse_manifest(request.package)
-        if self.llm is None or manifest.openadapt.mechanics is None:
-            return Recertifier().escalate(request, validator)
+        section = manifest.openadapt
+        if self.llm is None or section.mechanics is None or section.format_version == 1:
+            return Recertifier().escalate(request, validator)  # families (and v1 packages) have their tiers
         return self._rewrite(request, validator, manifest.name)
 
     def _rewrite(self, request: EscalationRequest, validator: Any, name: str) -> EscalationResult:

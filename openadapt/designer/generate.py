@@ -19,10 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from openadapt import __version__
 from openadapt.designer import prompting
-from openadapt.designer.base import Designer
+from openadapt.designer.base import Candidate, Designer
 from openadapt.designer.custom import CustomDesigner
 from openadapt.designer.example import ExampleDesigner, parse_example_ref
+from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.llm import LLMClient, LLMConfig
+from openadapt.designer.local.backend import LocalSettings
 from openadapt.designer.loop import Progress, run_design
 from openadapt.designer.naming import NAME, package_name
 from openadapt.designer.provenance import Provenance
@@ -33,9 +35,10 @@ from openadapt.sandbox import SandboxChoice
 FAILED_DIR = ".failed"
 STAGING_DIR = ".staging"
 MAX_TASK_CHARS = 4000
-NO_DESIGNER = ("no designer is available: configure an OpenAI-compatible endpoint (OPENADAPT_BASE_URL and "
-               "OPENADAPT_MODEL), or publish a family's own example with --example FAMILY:EXAMPLE "
-               "(`openadapt families` lists them). openadapt does not rename another domain to fit a prompt")
+NO_DESIGNER = ("no designer is available: the embedded model is not installed (run `bash scripts/setup.sh`, or "
+               "`openadapt models pull qwen2.5-coder-1.5b`), and no OpenAI-compatible endpoint is configured "
+               "(OPENADAPT_BASE_URL, OPENADAPT_MODEL); or publish a family's own example with --example "
+               "FAMILY:EXAMPLE. openadapt does not rename another domain to fit a prompt")
 
 
 class GenerateRequest(BaseModel):
@@ -47,8 +50,10 @@ class GenerateRequest(BaseModel):
     max_attempts: int = Field(default=4, ge=1)
     force: bool = False
     sandbox: SandboxChoice = SandboxChoice.AUTO
-    llm: LLMConfig | None = None
+    llm: LLMConfig | None = Field(default=None, description="an OpenAI-compatible endpoint (else the local model)")
+    local: LocalSettings | None = Field(default=None, description="the embedded model's settings (None: defaults)")
     example: str | None = Field(default=None, description="FAMILY:EXAMPLE: publish that family example")
+    custom: bool = Field(default=False, description="an endpoint LLM writes custom mechanics, skipping families")
 
 
 class GenerateResult(BaseModel):
@@ -78,23 +83,75 @@ def check_request(request: GenerateRequest) -> str:
     return task
 
 
-def choose_designer(request: GenerateRequest, task: str) -> tuple[Designer, str]:
+class FamilyThenCustom:
+    """A family domain first; where no family fits, an endpoint LLM writes custom mechanics instead."""
+
+    def __init__(self, family: FamilyDomainDesigner, custom: CustomDesigner):
+        self.family, self.custom = family, custom
+        self.active: Designer = family
+
+    @property
+    def info(self):
+        return self.active.info
+
+    @property
+    def deterministic(self) -> bool:
+        return self.active.deterministic
+
+    def design(self) -> Candidate:
+        candidate = self.family.design()
+        if self.family.no_family:
+            self.active = self.custom
+            fallback = self.custom.design()
+            fallback.notes = {**candidate.notes, **fallback.notes, "fallback": "custom mechanics"}
+            return fallback
+        return candidate
+
+    def repair(self, previous: Candidate, feedback: str, attempt: int) -> Candidate:
+        return self.active.repair(previous, feedback, attempt)
+
+
+def choose_designer(request: GenerateRequest, task: str, progress: Progress | None = None) -> tuple[Designer, str]:
     """The designer this request gets, and the package name."""
     if request.example is not None:
         default = request.example.partition(":")[2]
         name = request.name or default
         return ExampleDesigner(request.example, name), name
-    if request.llm is None:
-        raise UsageError(NO_DESIGNER)
     name = request.name or package_name(task)
-    return CustomDesigner(LLMClient(request.llm), name, task, prompting), name
+    if request.llm is not None:
+        client = LLMClient(request.llm)
+        custom = CustomDesigner(client, name, task, prompting)
+        if request.custom:
+            return custom, name
+        family = FamilyDomainDesigner(client, name, task, progress=progress, kind="openai-compatible")
+        return FamilyThenCustom(family, custom), name
+    from openadapt.designer.local import LocalLLM, ModelNotInstalledError, resolve_model
+
+    settings = request.local or LocalSettings()
+    try:
+        resolve_model(settings.model)
+    except ModelNotInstalledError:
+        if settings.model is None:
+            raise UsageError(NO_DESIGNER) from None
+        raise
+    return FamilyDomainDesigner(LocalLLM(settings, on_load=_load_progress(progress)), name, task,
+                                progress=progress), name
+
+
+def _load_progress(progress: Progress | None):
+    def on_load(event) -> None:
+        if progress is not None:
+            detail = event.model if event.phase == "loading" else f"{event.model} in {event.seconds:.1f} s"
+            progress(f"model {event.phase}", 0, detail)
+
+    return on_load
 
 
 def generate(request: GenerateRequest, progress: Progress | None = None, validator=None) -> GenerateResult:
     from openadapt.validator import Validator
 
     task = check_request(request)
-    designer, name = choose_designer(request, task)
+    designer, name = choose_designer(request, task, progress)
     root = request.output_root
     dest = root / name
     if dest.exists() and not request.force:
@@ -112,6 +169,7 @@ def generate(request: GenerateRequest, progress: Progress | None = None, validat
         validator = validator or Validator(request.sandbox)
         result = run_design(designer, validator, name=name, work=run_dir, max_attempts=request.max_attempts,
                             attempts=provenance.attempts, progress=progress)
+        provenance.designer = designer.info  # now with what the designer decided (the family)
         if result.ok:
             _finalise(result.stage, result.report, provenance, started)
             if progress:
@@ -120,6 +178,7 @@ def generate(request: GenerateRequest, progress: Progress | None = None, validat
             shutil.rmtree(run_dir, ignore_errors=True)  # earlier attempts live on in provenance.json
             return GenerateResult(ok=True, name=name, path=dest, provenance=provenance)
     except BaseException as exc:  # an endpoint error, Ctrl-C: keep what was made, then let it propagate
+        provenance.designer = designer.info
         keep_failed(run_dir, root, name, provenance, f"stopped: {type(exc).__name__}: {exc}", started)
         raise
     finally:

@@ -27,8 +27,7 @@ from openadapt.errors import UsageError
 # Words that mean the designer echoed the schema (or left a placeholder) instead of writing content.
 PLACEHOLDER_WORDS = frozenset({
     "todo", "tbd", "lorem", "ipsum", "placeholder", "foo", "bar", "baz", "xxx", "example_name", "string",
-    "entity", "entities", "entity_name", "name_here", "your_text", "sample_text", "n/a", "none", "null",
-    "description", "field", "value",
+    "entity_name", "name_here", "your_text", "sample_text", "insert", "here",
 })
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -108,9 +107,10 @@ class Domain(BaseModel):
             if words and all(w in PLACEHOLDER_WORDS for w in words):
                 yield DomainProblem(path=path, message=f"{text!r} is a placeholder or a schema word, not content "
                                     "of this world: write what this field means here")
-        long_texts = Counter(text for _, text in texts if len(text) >= 25)
+        # Prose only: identifiers and names used as references repeat legitimately.
+        long_texts = Counter(text for _, text in texts if len(text) >= 25 and " " in text)
         for path, text in texts:
-            if long_texts.get(text, 0) >= 3 and len(text) >= 25:
+            if long_texts.get(text, 0) >= 3:
                 yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
                                     f"({text[:60]!r}...): each item needs its own words")
                 long_texts[text] = 0  # report a repeated text once

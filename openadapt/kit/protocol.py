@@ -1,8 +1,10 @@
 """The text protocol: how an observation becomes a prompt and a completion becomes an action.
 
 Both directions are declared in the package manifest (`openadapt.text_protocol`): the prompts are jinja2
-templates shipped in the package; a completion must carry one JSON object that validates as the action class
-(prose and code fences around it are tolerated). A completion that does not parse becomes a *malformed action*
+templates shipped in the package, rendered by jinja2's immutable sandbox (a template reaches no Python
+internals and calls no method that changes data: wherever it is rendered, it can show the observation and
+nothing else); a completion must carry one JSON object that validates as the action class (prose and code
+fences around it are tolerated). A completion that does not parse becomes a *malformed action*
 (`MALFORMED_KEY` in its metadata) that the environment answers with the declared malformed reward.
 """
 
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 from openenv.core.env_server.types import Action, Observation
 from pydantic import ValidationError
 
@@ -67,7 +70,9 @@ class TextProtocol:
                  action_cls: type[Action], context: dict[str, Any] | None = None):
         self.action_cls = action_cls
         loader = jinja2.FileSystemLoader(str(package_root))
-        self._jinja = jinja2.Environment(
+        # Templates come from packages (untrusted): the sandboxed environment refuses attribute access to
+        # internals (__class__, __globals__, ...) and mutating methods, so rendering one runs no code of its own.
+        self._jinja = ImmutableSandboxedEnvironment(
             loader=loader, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
             keep_trailing_newline=False, autoescape=False,
         )

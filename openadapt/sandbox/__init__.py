@@ -6,7 +6,7 @@ in a long-lived sandboxed host (`env_host`). Importing this package is cheap: no
 """
 
 from openadapt.sandbox.base import SandboxInfo, SandboxUnavailable, WorkerDied
-from openadapt.sandbox.choice import IGNORED, SandboxChoice, make_sandbox, stage_package
+from openadapt.sandbox.choice import IGNORED, PackageRefused, SandboxChoice, make_sandbox, stage_package
 
-__all__ = ["IGNORED", "SandboxChoice", "SandboxInfo", "SandboxUnavailable", "WorkerDied", "make_sandbox",
-           "stage_package"]
+__all__ = ["IGNORED", "PackageRefused", "SandboxChoice", "SandboxInfo", "SandboxUnavailable", "WorkerDied",
+           "make_sandbox", "stage_package"]

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,18 @@ from pydantic import BaseModel, Field
 _EOF = object()  # sentinel: the worker closed its stdout
 WORKER_START_TIMEOUT_S = 60.0
 STDERR_CAP = 32 * 1024
+HASH_SEED = "1"  # the worker's PYTHONHASHSEED: validations are reproducible; a second interpreter uses another
+
+
+@dataclass(frozen=True)
+class SandboxResources:
+    """What one sandbox (its worker and everything it starts) may use in all: the cgroup's limits where the host
+    allows one, and the size of the sandbox's scratch tmpfs, which also caps the disk a package may declare."""
+
+    memory_mb: int = 4096
+    pids: int = 512
+    cpus: float = 1.0
+    disk_mb: int = 256
 
 
 class SandboxInfo(BaseModel):
@@ -56,15 +69,21 @@ class Sandbox(ABC):
 
     name: str
     isolated: bool
+    uses_cgroup = True
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, resources: SandboxResources | None = None):
         self.workdir = workdir
         self.inbox = workdir / "inbox"
         self.scratch = workdir / "scratch"
+        self.resources = resources or SandboxResources()
+        self.cgroup = None  # cgroups.Cgroup once prepared, where the host allows one
+        self.cgroup_note = "cgroups not used"
+        self.cgroup_placed: bool | None = None
 
     @abstractmethod
-    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
-        """argv that starts `python -m MODULE ARGS` inside the sandbox."""
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str,
+                       env: dict[str, str] | None = None) -> list[str]:
+        """argv that starts `python -m MODULE ARGS` inside the sandbox (with `env` on top of `worker_env`)."""
 
     @abstractmethod
     def inside(self, host_path: Path) -> str:
@@ -76,16 +95,41 @@ class Sandbox(ABC):
                 "HOME": self.inside(self.scratch), "OMP_NUM_THREADS": "1"}
 
     def info(self) -> SandboxInfo:
-        return SandboxInfo(backend=self.name, isolated=self.isolated)
+        return SandboxInfo(backend=self.name, isolated=self.isolated, limits=self.bounds(),
+                           notes=self.bound_notes())
+
+    def bounds(self) -> dict[str, Any]:
+        """What bounds the sandbox as a whole (the per-candidate rlimits are the worker's to report)."""
+        placed = self.cgroup is not None and self.cgroup_placed is not False
+        return {"cgroup": self.cgroup.describe() if placed else None,
+                "cgroup_limits": ({"memory_mb": self.resources.memory_mb, "pids": self.resources.pids,
+                                   "cpus": self.resources.cpus} if placed else None)}
+
+    def bound_notes(self) -> list[str]:
+        if self.cgroup is not None and self.cgroup_placed is not False:
+            return [f"the whole sandbox runs in a {self.cgroup.describe()}"]
+        if self.cgroup_placed is False:
+            return ["cgroups NOT applied (the worker could not be placed in its group): memory, processes and CPU "
+                    "are bounded by per-process rlimits only"]
+        return [f"cgroups NOT applied ({self.cgroup_note}): memory, processes and CPU are bounded by per-process "
+                "rlimits only (address space, RLIMIT_NPROC per sandbox uid, CPU seconds), not as a whole"]
 
     def prepare(self) -> None:
         self.inbox.mkdir(parents=True, exist_ok=True)
         self.scratch.mkdir(parents=True, exist_ok=True)
         for folder in (self.workdir, self.inbox):
             folder.chmod(0o755)
+        if self.uses_cgroup and self.cgroup is None:
+            from openadapt.sandbox import cgroups
 
-    def close(self) -> None:  # noqa: B027  (optional: most backends hold nothing)
-        """Release what the backend holds (a uid slot)."""
+            r = self.resources
+            self.cgroup, self.cgroup_note = cgroups.create(cgroups.CgroupLimits(r.memory_mb, r.pids, r.cpus))
+
+    def close(self) -> None:
+        """Release what the backend holds (its cgroup; a uid slot)."""
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
 
 
 class WorkerHandle:
@@ -96,13 +140,18 @@ class WorkerHandle:
         self.stderr_tail = bytearray()
         self._buffer = b""
         started = time.monotonic()
+        argv = command or sandbox.worker_command(env={"PYTHONHASHSEED": HASH_SEED})
+        if sandbox.cgroup is not None:
+            argv = sandbox.cgroup.wrap(argv)  # the worker enters the sandbox's cgroup before it starts
         self.proc = subprocess.Popen(
-            command or sandbox.worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=sandbox.worker_env(), cwd=str(sandbox.scratch), start_new_session=True,
         )
         self._stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
         self._stderr_reader.start()
         self.hello = self.request({"op": "ping"}, WORKER_START_TIMEOUT_S)
+        if sandbox.cgroup is not None:
+            sandbox.cgroup_placed = sandbox.cgroup.contains(self.proc.pid)
         self.start_s = round(time.monotonic() - started, 3)
 
     def _drain_stderr(self) -> None:
@@ -155,11 +204,14 @@ class WorkerHandle:
         return f"worker exited ({code}): " + " | ".join(tail)
 
     def kill(self) -> None:
-        """Kill the whole sandbox (its process group; bwrap's pid namespace takes the rest with it)."""
+        """Kill the whole sandbox (its process group; bwrap's pid namespace takes the rest with it, and the
+        cgroup whatever left the group, e.g. a setsid() grandchild under the process backend)."""
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
+        if self.sandbox.cgroup is not None:
+            self.sandbox.cgroup.kill_all()
 
     def close(self) -> None:
         if self.alive:

@@ -1,5 +1,6 @@
-"""bubblewrap backend: namespaces (no network, private pid/ipc/uts), a read-only system, scratch-only writes,
-an unprivileged uid of its own with no capabilities, and a clean environment.
+"""bubblewrap backend: namespaces (no network, private pid/ipc/uts), a read-only system, scratch-only writes
+to size-limited tmpfs mounts (nothing reaches the host's disk), an unprivileged uid of its own with no
+capabilities, a clean environment, and (where the host allows) a cgroup around the whole sandbox.
 
 As root, bwrap's user namespace maps root to root with full capabilities, so it does not isolate by itself:
 `setpriv` drops to a per-sandbox uid, clears groups and every capability and sets no-new-privs before Python
@@ -14,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from openadapt.sandbox.base import Sandbox, SandboxInfo, SandboxUnavailable, python_paths
+from openadapt.sandbox.base import Sandbox, SandboxInfo, SandboxResources, SandboxUnavailable, python_paths
 
 UID_BASE = 61000
 UID_SLOTS = 64
@@ -34,8 +35,8 @@ class BwrapSandbox(Sandbox):
     name = "bwrap"
     isolated = True
 
-    def __init__(self, workdir: Path):
-        super().__init__(workdir)
+    def __init__(self, workdir: Path, resources: SandboxResources | None = None):
+        super().__init__(workdir, resources)
         problem = available()
         if problem:
             raise SandboxUnavailable(problem)
@@ -57,9 +58,7 @@ class BwrapSandbox(Sandbox):
 
     def prepare(self) -> None:
         super().prepare()
-        if os.geteuid() == 0:
-            os.chown(self.scratch, self.uid, self.uid)
-        self.scratch.chmod(0o700)
+        self.scratch.chmod(0o700)  # the host side stays empty: inside, /tmp/scratch is a tmpfs
 
     def inside(self, host_path: Path) -> str:
         for name in ("inbox", "scratch"):
@@ -68,7 +67,8 @@ class BwrapSandbox(Sandbox):
                 return str(Path("/tmp") / name / host_path.relative_to(base))
         raise ValueError(f"{host_path} is not visible inside the sandbox")
 
-    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str,
+                       env: dict[str, str] | None = None) -> list[str]:
         argv = ["bwrap", "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--die-with-parent", "--new-session", "--clearenv",
                 "--ro-bind", "/usr", "/usr"]
@@ -91,9 +91,12 @@ class BwrapSandbox(Sandbox):
                     argv += ["--perms", "0755", "--dir", str(parent)]
                     made.add(str(parent))
             argv += ["--ro-bind", path, path]
-        argv += ["--ro-bind", str(self.inbox), "/tmp/inbox", "--bind", str(self.scratch), "/tmp/scratch",
+        # The scratch is a tmpfs of the sandbox's disk budget, not a host directory: a package cannot fill the
+        # host's disk. Each candidate further gets a private tmpfs of its declared size inside it (worker).
+        argv += ["--ro-bind", str(self.inbox), "/tmp/inbox",
+                 "--perms", "01777", "--size", str(self.resources.disk_mb * 1024 * 1024), "--tmpfs", "/tmp/scratch",
                  "--remount-ro", "/", "--chdir", "/tmp/scratch"]
-        for key, value in self.worker_env().items():
+        for key, value in {**self.worker_env(), **(env or {})}.items():
             argv += ["--setenv", key, value]
         argv += ["--", "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                  "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
@@ -103,11 +106,12 @@ class BwrapSandbox(Sandbox):
     def info(self) -> SandboxInfo:
         return SandboxInfo(
             backend=self.name, isolated=True, uid=self.uid, network="none (private network namespace)",
-            limits={"tmpfs_bytes": TMPFS_BYTES},
-            notes=["read-only system, private pid/ipc/uts namespaces, scratch-only writes, no capabilities, "
-                   "no-new-privs, clean environment",
-                   "cgroups are not used: memory and processes are bounded by rlimits and the pid namespace"],
+            limits={"tmpfs_bytes": TMPFS_BYTES, "scratch_tmpfs_bytes": self.resources.disk_mb * 1024 * 1024,
+                    **self.bounds()},
+            notes=["read-only system, private pid/ipc/uts namespaces, writes only to size-limited tmpfs mounts, "
+                   "no capabilities, no-new-privs, clean environment", *self.bound_notes()],
         )
 
     def close(self) -> None:
+        super().close()
         self._slot_lock.close()

@@ -1,7 +1,8 @@
 """docker backend: one container per validation, from an image that has openadapt installed (the user's: no
-registry is reachable from here to pull one). No network, read-only root, tmpfs scratch, memory/pids/CPU
-limits, every capability dropped, no-new-privileges, an unprivileged user, the package mounted read-only, a
-hard wall-clock kill, logs read before the container is removed."""
+registry is reachable from here to pull one). No network, read-only root, a size-limited tmpfs as the only
+writable place (noexec, nosuid, nodev), memory/pids/CPU limits (the engine's cgroup), every capability dropped,
+no-new-privileges, Docker's default seccomp profile, an unprivileged user, the staged package mounted read-only,
+a hard wall-clock kill, logs read before the container is removed."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openadapt.sandbox.base import SandboxInfo, SandboxUnavailable
+from openadapt.sandbox.base import HASH_SEED, SandboxInfo, SandboxResources, SandboxUnavailable
 
 DEFAULT_IMAGE = "openadapt-validator:latest"
 PACKAGE_MOUNT = "/sandbox/package"
 
 
 def container_spec(package: Path, request: dict[str, Any], image: str = DEFAULT_IMAGE,
-                   memory_mb: int = 1024, cpus: float = 1.0) -> dict[str, Any]:
+                   memory_mb: int = 1024, cpus: float = 1.0, disk_mb: int = 256, pids: int = 512) -> dict[str, Any]:
     """The exact keyword arguments given to `docker.containers.run`."""
     import docker
 
@@ -28,18 +29,19 @@ def container_spec(package: Path, request: dict[str, Any], image: str = DEFAULT_
         "network_mode": "none",
         "network_disabled": True,
         "read_only": True,
-        "tmpfs": {"/tmp": "rw,size=256m,mode=1777"},
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={int(disk_mb)}m,mode=1777"},
         "volumes": {str(package): {"bind": PACKAGE_MOUNT, "mode": "ro"}},
         "user": "65534:65534",
         "mem_limit": f"{memory_mb}m",
         "memswap_limit": f"{memory_mb}m",
-        "pids_limit": 256,
+        "pids_limit": int(pids),
         "nano_cpus": int(cpus * 1e9),
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "ulimits": [docker.types.Ulimit(name="nofile", soft=256, hard=256),
                     docker.types.Ulimit(name="core", soft=0, hard=0)],
-        "environment": {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "OMP_NUM_THREADS": "1"},
+        "environment": {"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", "OMP_NUM_THREADS": "1",
+                        "PYTHONHASHSEED": HASH_SEED},
         "working_dir": "/tmp",
     }
 
@@ -65,12 +67,15 @@ class DockerRunner:
     name = "docker"
     isolated = True
 
-    def __init__(self, image: str = DEFAULT_IMAGE):
+    def __init__(self, image: str = DEFAULT_IMAGE, resources: SandboxResources | None = None):
         self.client = connect()
         self.image = image
+        self.resources = resources or SandboxResources()
 
     def run(self, package: Path, request: dict[str, Any], hard_timeout_s: float) -> dict[str, Any]:
-        spec = container_spec(package, request, self.image, memory_mb=int(request["memory_mb"]) + 512)
+        r = self.resources
+        spec = container_spec(package, request, self.image, memory_mb=r.memory_mb, cpus=r.cpus, disk_mb=r.disk_mb,
+                              pids=r.pids)
         container = self.client.containers.run(**spec)
         try:
             try:
@@ -84,5 +89,9 @@ class DockerRunner:
             container.remove(force=True)
 
     def info(self) -> SandboxInfo:
+        r = self.resources
         return SandboxInfo(backend="docker", isolated=True, uid=65534, network="none",
-                           notes=[f"image {self.image}; read-only root, tmpfs /tmp, caps dropped, no-new-privileges"])
+                           limits={"cgroup": f"docker: {r.cpus:g} CPU, memory {r.memory_mb} MiB, {r.pids} processes",
+                                   "scratch_tmpfs_bytes": r.disk_mb * 1024 * 1024},
+                           notes=[f"image {self.image}; read-only root, a {r.disk_mb} MiB tmpfs /tmp (noexec), caps "
+                                  "dropped, no-new-privileges, the engine's cgroup limits"])

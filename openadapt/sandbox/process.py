@@ -17,12 +17,15 @@ class ProcessSandbox(Sandbox):
     def inside(self, host_path: Path) -> str:
         return str(host_path)
 
-    def worker_command(self, module: str = "openadapt.validator.worker", *args: str) -> list[str]:
-        return [sys.executable, "-I", "-m", module, *args]
+    def worker_command(self, module: str = "openadapt.validator.worker", *args: str,
+                       env: dict[str, str] | None = None) -> list[str]:
+        prefix = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
+        return [*prefix, sys.executable, "-I", "-m", module, *args]
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(
-            backend=self.name, isolated=False, network="host network (NOT isolated)",
-            notes=["NOT ISOLATED: the package ran as the current user with only rlimits and a clean environment; "
-                   "it could read files and reach the network"],
+            backend=self.name, isolated=False, network="host network (NOT isolated)", limits=self.bounds(),
+            notes=["NOT ISOLATED: the package ran as the current user with only rlimits, a private scratch tmpfs "
+                   "where the kernel allows one and a clean environment; it could read files and reach the network",
+                   *self.bound_notes()],
         )

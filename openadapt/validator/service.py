@@ -4,12 +4,18 @@
     with Validator(sandbox="auto") as validator:
         report = validator.validate("generated_envs/my_env")
         print(report.verdict, report.designer_feedback())
+
+`validate` always returns a report, never raises for anything a package holds: a directory that cannot be a
+package (a named pipe, a device, a link out of it, an oversized file) is refused at intake with verdict
+`unusable` (exit 2); a failure of the validator itself is verdict `error` (exit 3).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -17,20 +23,23 @@ from pathlib import Path
 
 from openadapt import __version__
 from openadapt.envpkg.manifest import MANIFEST_FILE
-from openadapt.sandbox import SandboxChoice, SandboxInfo, make_sandbox, stage_package
-from openadapt.sandbox.base import WorkerDied, WorkerHandle
+from openadapt.sandbox import PackageRefused, SandboxChoice, SandboxInfo, make_sandbox, stage_package
+from openadapt.sandbox.base import SandboxResources, WorkerDied, WorkerHandle
 from openadapt.validator.report import CheckResult, Status, ValidationReport, Verdict
 
-MAX_PACKAGE_BYTES = 20 * 1024 * 1024
-MAX_PACKAGE_FILES = 2000
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MEMORY_MB = 1024
+DEFAULT_DISK_MB = 256  # the sandbox's scratch tmpfs, and the most disk a package may declare
+DEFAULT_CPUS = 1.0
 DEFAULT_EPISODES = 20
 OUTPUT_LIMIT = 1024 * 1024
+SCRATCH_PATH = re.compile(r"/tmp/scratch/candidate-[A-Za-z0-9_]+")
+MODULE_PREFIX = re.compile(r"openadapt_pkg_[a-z0-9_]+?_[0-9a-f]{10}\.?")
 
 
 def package_digest(root: Path) -> str:
-    """sha256 over every file's relative path and bytes (caches excluded), in a stable order."""
+    """sha256 over every file's relative path and bytes (caches excluded), in a stable order: what
+    `stage_package` returns for a package that holds only regular files and directories."""
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
@@ -39,16 +48,11 @@ def package_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _size(root: Path) -> tuple[int, int]:
-    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts]
-    return len(files), sum(p.stat().st_size for p in files)
-
-
-def _static_failure(package: str, check_id: str, evidence: str, remediation: str, verdict: Verdict,
+def _static_failure(package: str, check_id: str, evidence: list[str], remediation: str, verdict: Verdict,
                     sandbox: SandboxInfo) -> ValidationReport:
     return ValidationReport(
         package=package, verdict=verdict, sandbox=sandbox, openadapt_version=__version__,
-        checks=[CheckResult(check_id=check_id, level="static", status=Status.FAIL, evidence=[evidence],
+        checks=[CheckResult(check_id=check_id, level="static", status=Status.FAIL, evidence=evidence,
                             remediation=remediation)],
     )
 
@@ -58,17 +62,26 @@ class Validator:
 
     def __init__(self, sandbox: SandboxChoice | str = SandboxChoice.AUTO, *, episodes: int = DEFAULT_EPISODES,
                  timeout_s: float = DEFAULT_TIMEOUT_S, memory_mb: int = DEFAULT_MEMORY_MB,
-                 docker_image: str | None = None):
+                 docker_image: str | None = None, disk_mb: int = DEFAULT_DISK_MB, cpus: float = DEFAULT_CPUS):
         self.episodes = episodes
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
+        self.disk_mb = disk_mb
+        # The whole sandbox: the worker and its twin (~250 MB each), two candidates, their scratch tmpfs.
+        self.resources = SandboxResources(memory_mb=2 * memory_mb + 2 * disk_mb + 1024, pids=512, cpus=cpus,
+                                          disk_mb=disk_mb)
         self._tmp = Path(tempfile.mkdtemp(prefix="openadapt-validator-"))
-        self.sandbox = make_sandbox(sandbox, self._tmp)
+        self._staged = itertools.count()
+        try:
+            self.sandbox = make_sandbox(sandbox, self._tmp, self.resources)
+        except BaseException:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise
         self._docker = None
         if self.sandbox is None:
             from openadapt.sandbox.docker import DEFAULT_IMAGE, DockerRunner
 
-            self._docker = DockerRunner(docker_image or DEFAULT_IMAGE)
+            self._docker = DockerRunner(docker_image or DEFAULT_IMAGE, self.resources)
         else:
             self.sandbox.prepare()
         self._worker: WorkerHandle | None = None
@@ -108,49 +121,80 @@ class Validator:
     # ---- validation ----------------------------------------------------------------------------------------
     def validate(self, path: Path | str, tiers: list[int] | None = None) -> ValidationReport:
         started = time.perf_counter()
-        root = Path(path).expanduser()
         label = str(path)
+        try:
+            report = self._validate(Path(path).expanduser(), label, tiers)
+        except Exception as exc:  # a bug of the validator's, never the package's: still a report, verdict error
+            report = ValidationReport(
+                package=label, verdict=Verdict.ERROR, sandbox=self._info_or_unknown(), openadapt_version=__version__,
+                checks=[CheckResult(check_id="validator.internal", level="internal", status=Status.ERROR,
+                                    evidence=[f"{type(exc).__name__}: {str(exc)[:500]}"])])
+        report.timings["total_s"] = round(time.perf_counter() - started, 4)
+        return report
+
+    def _info_or_unknown(self) -> SandboxInfo:
+        try:
+            return self.sandbox_info
+        except Exception:  # noqa: BLE001
+            return SandboxInfo(backend="unknown", isolated=False)
+
+    def _validate(self, root: Path, label: str, tiers: list[int] | None) -> ValidationReport:
         info = self.sandbox_info
         if not root.is_dir():
-            return _static_failure(label, "static.manifest", f"{label} is not a directory",
+            return _static_failure(label, "static.manifest", [f"{label} is not a directory"],
                                    "pass an environment package directory", Verdict.UNUSABLE, info)
-        if not (root / MANIFEST_FILE).is_file():
-            return _static_failure(label, "static.manifest", f"{label} has no {MANIFEST_FILE}: not an environment "
-                                   "package", "create the package layout (docs/environment-package.md)",
+        if not os.path.lexists(root / MANIFEST_FILE):
+            return _static_failure(label, "static.manifest", [f"{label} has no {MANIFEST_FILE}: not an environment "
+                                   "package"], "create the package layout (docs/environment-package.md)",
                                    Verdict.UNUSABLE, info)
-        files, size = _size(root)
-        if files > MAX_PACKAGE_FILES or size > MAX_PACKAGE_BYTES:
-            return _static_failure(label, "static.files", f"package has {files} files, {size} bytes (limits "
-                                   f"{MAX_PACKAGE_FILES}, {MAX_PACKAGE_BYTES})", "ship only source and templates",
-                                   Verdict.FAIL, info)
-        digest = package_digest(root)
+        staged = (self.sandbox.inbox if self.sandbox is not None else self._tmp / "docker") / \
+            f"pkg-{next(self._staged)}"
+        try:
+            digest = stage_package(root, staged)
+        except PackageRefused as refused:
+            return _static_failure(
+                label, "static.intake", refused.problems,
+                "a package holds only regular files and directories, within the size limits: no named pipes, "
+                "sockets or devices, no links out of the package (replace a link by the file itself)",
+                Verdict.UNUSABLE, info)
         request = {"op": "validate", "tiers": tiers or [1, 2, 3, 4, 5], "episodes": self.episodes,
-                   "timeout_s": self.timeout_s, "memory_mb": self.memory_mb}
+                   "timeout_s": self.timeout_s, "memory_mb": self.memory_mb, "disk_mb_cap": self.disk_mb}
         timings: dict[str, float] = {}
-        if self._docker is not None:
-            reply = self._docker.run(root.resolve(), request, self.timeout_s + 30)
-        else:
-            staged = self.sandbox.inbox / digest[:16]
-            stage_package(root, staged)
-            request.update(package=self.sandbox.inside(staged), scratch=self.sandbox.inside(self.sandbox.scratch))
-            try:
-                cold = self._worker is None or not self._worker.alive
-                worker = self._ensure_worker()
-                if cold:
-                    timings["worker_start_s"] = worker.start_s
-                reply = worker.request(request, self.timeout_s + 30)
-            except WorkerDied as exc:
-                reply = {"ok": False, "error": str(exc)}
-            finally:
-                shutil.rmtree(staged, ignore_errors=True)
-        report = self._report(label, digest, reply, info)
-        timings["total_s"] = round(time.perf_counter() - started, 4)
+        before = self._cgroup_counters()
+        try:
+            if self._docker is not None:
+                from openadapt.sandbox.docker import PACKAGE_MOUNT
+
+                inside = PACKAGE_MOUNT
+                reply = self._docker.run(staged.resolve(), request, self.timeout_s + 30)
+            else:
+                inside = self.sandbox.inside(staged)
+                request.update(package=inside, scratch=self.sandbox.inside(self.sandbox.scratch))
+                try:
+                    cold = self._worker is None or not self._worker.alive
+                    worker = self._ensure_worker()
+                    if cold:
+                        timings["worker_start_s"] = worker.start_s
+                    reply = worker.request(request, self.timeout_s + 30)
+                except WorkerDied as exc:
+                    reply = {"ok": False, "error": str(exc)}
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
+        info = self.sandbox_info  # after the worker started: the cgroup placement is known
+        hits = {k: v - before.get(k, 0) for k, v in self._cgroup_counters().items() if v - before.get(k, 0) > 0}
+        report = self._report(label, digest, reply, info, hits)
+        _sanitize(report, inside)
         if "duration_s" in reply:
             timings["checks_s"] = reply["duration_s"]
         report.timings = timings
         return report
 
-    def _report(self, label: str, digest: str, reply: dict, info: SandboxInfo) -> ValidationReport:
+    def _cgroup_counters(self) -> dict[str, int]:
+        group = self.sandbox.cgroup if self.sandbox is not None else None
+        return group.counters() if group is not None else {}
+
+    def _report(self, label: str, digest: str, reply: dict, info: SandboxInfo,
+                cgroup_hits: dict[str, int]) -> ValidationReport:
         report = ValidationReport(package=label, package_digest=digest, verdict=Verdict.PASS, sandbox=info,
                                   openadapt_version=__version__)
         if not reply.get("ok"):
@@ -164,9 +208,10 @@ class Validator:
         cause = reply.get("killed_for") or reply.get("child_exit")
         if interrupted or cause:
             self._account_for_interruption(report, interrupted, cause, done)
+        self._amend_resource_bounds(report, reply, cgroup_hits)
+        report.checks.append(_violations_check(reply))
         report.checks.append(self._output_check(reply))
-        if reply.get("seccomp"):
-            report.sandbox.notes.append(reply["seccomp"])
+        _describe_bounds(report.sandbox, reply)
         manifest = next((c for c in report.checks if c.check_id == "static.manifest"), None)
         if manifest is not None and manifest.status == Status.PASS:
             report.package_name = manifest.measured.get("name")
@@ -183,7 +228,7 @@ class Validator:
         from openadapt.validator.checks import REGISTRY
 
         for chk in REGISTRY:
-            if chk.id in done:
+            if chk.id in done or chk.where != "candidate":
                 continue
             if chk.id == interrupted or (chk.id == "runtime.resource_bounds" and cause):
                 report.checks.append(CheckResult(
@@ -205,6 +250,40 @@ class Validator:
             ))
 
     @staticmethod
+    def _amend_resource_bounds(report: ValidationReport, reply: dict, cgroup_hits: dict[str, int]) -> None:
+        """What the worker measured outside the candidate: the scratch disk's peak, the peak memory (from the
+        kernel's accounting of the child), the sandbox cgroup's limit hits."""
+        check = next((c for c in report.checks if c.check_id == "runtime.resource_bounds"), None)
+        if check is None or check.status == Status.SKIP:
+            return
+        disk, memory = reply.get("disk") or {}, reply.get("memory") or {}
+        problems = []
+        if disk:
+            peak, limit_mb, declared = int(disk.get("peak_bytes", 0)), disk.get("limit_mb"), disk.get("declared_mb")
+            check.measured.update(disk_peak_mb=round(peak / 2**20, 2), disk_declared_mb=declared,
+                                  disk_limit_mb=limit_mb)
+            if limit_mb is not None and peak > int(limit_mb) * 2**20:
+                bound = (f"a private tmpfs of {disk.get('tmpfs_bytes', 0) / 2**20:.0f} MiB: writes beyond it failed "
+                         "with ENOSPC" if disk.get("private_tmpfs") else
+                         f"the sandbox's scratch tmpfs bounded it at {disk.get('cap_mb')} MiB")
+                problems.append(f"the package wrote {peak / 2**20:.1f} MiB to its scratch directory, over its declared "
+                                f"disk_mb {declared}" + (f" (capped at {limit_mb} MiB)" if limit_mb != declared else "")
+                                + f"; {bound}")
+        if memory.get("peak_rss_mb") is not None:
+            check.measured.update(peak_rss_mb=memory["peak_rss_mb"], rss_growth_mb=memory.get("growth_mb"))
+        if cgroup_hits:
+            check.measured["cgroup_limit_hits"] = cgroup_hits
+            for key, text in (("oom_kills", "the sandbox's cgroup memory limit: the kernel killed {n} process(es)"),
+                              ("pids_max_hits", "the sandbox's cgroup process limit refused {n} fork(s)")):
+                if cgroup_hits.get(key):
+                    problems.append(text.format(n=cgroup_hits[key]))
+        if problems:
+            check.status = Status.FAIL
+            check.evidence = [*problems, *check.evidence]
+            check.remediation = check.remediation or "stay within the resources the package declares " \
+                                                     "(validation.resources in openenv.yaml)"
+
+    @staticmethod
     def _output_check(reply: dict) -> CheckResult:
         written = int(reply.get("output_bytes", 0))
         result = CheckResult(check_id="runtime.output_volume", level="runtime", status=Status.PASS,
@@ -214,6 +293,75 @@ class Validator:
             result.evidence = [f"the package printed {written} bytes during validation (limit {OUTPUT_LIMIT})"]
             result.remediation = "log sparingly: environments must not flood stdout/stderr"
         return result
+
+
+def _violations_check(reply: dict) -> CheckResult:
+    """runtime.sandbox_violations: what the package attempted that the sandbox refused, with the evidence."""
+    from openadapt.validator.checks import REGISTRY
+
+    spec = next(c for c in REGISTRY if c.id == "runtime.sandbox_violations")
+    records = reply.get("violations") or []
+    mechanisms = ["Python audit hooks in the candidate"]
+    mechanisms.append("seccomp user notification (refused system calls reported to the worker)"
+                      if reply.get("seccomp_listener") else "seccomp refusals are not reported here (no listener)")
+    result = CheckResult(check_id=spec.id, level=spec.level, status=Status.PASS,
+                         measured={"attempts": sum(int(r.get("count", 1)) for r in records), "mechanisms": mechanisms})
+    if records:
+        evidence = []
+        for r in records:
+            times = f" ({r['count']} times)" if int(r.get("count", 1)) > 1 else ""
+            if r.get("source") == "seccomp":
+                evidence.append(f"the kernel refused {r['detail']} (seccomp){times}")
+            else:
+                evidence.append(f"{r['detail']}, at {r['file']} line {r['line']}{times}")
+        result.status = Status.FAIL
+        result.evidence = evidence[:20]
+        result.remediation = spec.remediation
+    return result
+
+
+def _describe_bounds(info: SandboxInfo, reply: dict) -> None:
+    """The per-candidate bounds the worker applied, into the report's sandbox section."""
+    disk = reply.get("disk") or {}
+    if reply.get("rlimits"):
+        info.limits["candidate_rlimits"] = reply["rlimits"]
+    if disk:
+        info.limits["candidate_disk"] = {k: disk.get(k) for k in ("declared_mb", "limit_mb", "tmpfs_bytes",
+                                                                   "private_tmpfs")}
+        if disk.get("private_tmpfs"):
+            info.notes.append(f"the package's scratch was a private tmpfs of {disk['tmpfs_bytes'] / 2**20:.0f} MiB "
+                              f"(its declared disk_mb {disk.get('declared_mb')}"
+                              + (f", capped at {disk.get('cap_mb')}" if disk.get("limit_mb") != disk.get("declared_mb")
+                                 else "") + ")")
+        else:
+            info.notes.append(f"no private tmpfs for the package's scratch ({disk.get('private_tmpfs_problem')}): the "
+                              f"sandbox's shared scratch tmpfs bounds its disk, its declared disk_mb "
+                              f"{disk.get('declared_mb')} is enforced by sampling its directory")
+    if reply.get("seccomp"):
+        info.notes.append(reply["seccomp"])
+    elif reply.get("seccomp_listener"):
+        info.notes.append("seccomp filter loaded; refused calls were reported to the worker")
+    hash_seed = reply.get("hash_seed")
+    if isinstance(hash_seed, dict) and hash_seed.get("status") == "skip":
+        info.notes.append(f"hash-seed determinism not compared: {hash_seed.get('evidence', [''])[0]}")
+
+
+def _sanitize(report: ValidationReport, inside: str) -> None:
+    """Package-relative paths only: no sandbox-internal directory, scratch name or module prefix in the report."""
+    inside = inside.rstrip("/")
+
+    def clean(text: str | None) -> str | None:
+        if not text:
+            return text
+        text = text.replace(inside + "/", "").replace(inside, "the package")
+        text = SCRATCH_PATH.sub("<scratch>", text)
+        return MODULE_PREFIX.sub("", text)
+
+    for check in report.checks:
+        check.evidence = [clean(e) for e in check.evidence]
+        check.traceback = clean(check.traceback)
+        check.remediation = clean(check.remediation)
+    report.candidate_output = clean(report.candidate_output) or ""
 
 
 def validate(path: Path | str, tiers: list[int] | None = None, sandbox: SandboxChoice | str = SandboxChoice.AUTO,

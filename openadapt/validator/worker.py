@@ -1,11 +1,22 @@
 """The validator's worker: runs inside the sandbox, pays OpenEnv's import once, forks one child per candidate.
 
 Protocol: JSON lines. The host writes requests on stdin (`{"op": "validate", "package": DIR, "tiers": [...],
-"episodes": N, "timeout_s": T, "memory_mb": M}`, `{"op": "ping"}`, `{"op": "shutdown"}`) and reads one reply
-line per request on stdout. The child that runs a candidate gets rlimits, a seccomp filter, its own scratch
-directory and its stdout/stderr redirected into a capped pipe; it streams each check result to the worker as it
-completes, so a child killed mid-check (timeout, crash, resource limit) still yields a precise report. After
-every request the worker kills everything the candidate left running (it is a child subreaper).
+"episodes": N, "timeout_s": T, "memory_mb": M, "disk_mb_cap": D}`, `{"op": "ping"}`, `{"op": "shutdown"}`) and
+reads one reply line per request on stdout.
+
+The child that runs a candidate is confined before any package code runs: its own session, rlimits (address
+space, CPU seconds, processes, file size, descriptors), a private tmpfs of the package's declared disk as its
+scratch directory, a seccomp filter whose refusals are reported to the worker, an audit hook that records escape
+attempts, and stdout/stderr redirected into a capped pipe. It streams each check result to the worker as it
+completes, so a child killed mid-check (timeout, crash, resource limit) still yields a precise report.
+
+Everything that bounds the candidate is enforced here, outside the candidate's interpreter: the worker polls
+the child's pidfd (its exit is noticed at once, even while orphans it left hold the output pipes open), reaps
+every zombie, kills the call in progress when it overruns its deadline in the shared guard page, samples the
+scratch tmpfs, and after every request kills everything the candidate left running (it is a child subreaper).
+
+A second interpreter (the *twin*, started by the worker with another PYTHONHASHSEED) plays a few episodes of the
+same package, so that episodes that depend on string hashing are caught.
 """
 
 from __future__ import annotations
@@ -18,28 +29,61 @@ import os
 import select
 import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
 from pathlib import Path
 
+from openadapt.sandbox import scratch as scratch_fs
 from openadapt.sandbox.limits import limit_process
+from openadapt.validator.guard import GRACE_S, CallGuard
 
 OUTPUT_CAP = 64 * 1024  # bytes of candidate output kept for the report
 OUTPUT_LIMIT = 1024 * 1024  # more than this is a failing check (an output flood)
 OUTPUT_KILL = 16 * 1024 * 1024  # past this the child is killed: draining a flood must not stall the worker
 PR_SET_CHILD_SUBREAPER = 36
+POLL_S = 0.05  # how often the worker looks at deadlines and the scratch while a candidate runs
+DRAIN_S = 0.05  # after the child exits, what its leftovers may still say before they are killed
+TWIN_WAIT_S = 15.0  # after the candidate, how long the twin's episodes may still take
+DEFAULT_DISK_MB = 64
+DEFAULT_DISK_CAP_MB = 256
+DISK_HEADROOM = 1024 * 1024  # the tmpfs is this much larger than declared: a fill shows as "over"
+MAX_VIOLATIONS = 60
+HASH_CHECK = "runtime.hash_seed_determinism"
+SIGNALS = {
+    6: "SIGABRT: the interpreter aborted, typically a C allocation or a thread start failing at the memory limit",
+    9: "SIGKILL: killed by a hard limit (the CPU-time limit, or the out-of-memory killer of the sandbox's cgroup)",
+    11: "SIGSEGV: a crash in native code",
+    24: "SIGXCPU: its CPU-time limit",
+    25: "SIGXFSZ: its file-size limit",
+    31: "SIGSYS: a forbidden system call",
+}
 
 
-def _warm_imports() -> None:
+def _warm_imports(server: bool = True) -> None:
     """Everything a validation needs, imported once so forked children start warm."""
-    import openenv.core.env_server.http_server  # noqa: F401  (the ~4 s gradio import)
-    import openenv.validation.runner  # noqa: F401
-    import uvicorn  # noqa: F401
-    import websockets.sync.client  # noqa: F401
+    if server:
+        import openenv.core.env_server.http_server  # noqa: F401  (the ~4 s gradio import)
+        import openenv.validation.runner  # noqa: F401
+        import uvicorn  # noqa: F401
+        import websockets.sync.client  # noqa: F401
 
+    import jinja2.sandbox  # noqa: F401
+    import yaml  # noqa: F401
+
+    import openadapt.envpkg.client  # noqa: F401
+    import openadapt.envpkg.loader  # noqa: F401
+    import openadapt.kit.protocol  # noqa: F401
+    import openadapt.sandbox.audit  # noqa: F401
+    import openadapt.sandbox.seccomp  # noqa: F401
     import openadapt.validator.checks  # noqa: F401
+
+    if server:
+        import openadapt.envpkg.serving  # noqa: F401
+    _warm_families()
 
     # Move everything imported so far out of the collector's reach: otherwise the first collection in a forked
     # child touches every object's header and copies the whole (shared, copy-on-write) heap.
@@ -47,40 +91,172 @@ def _warm_imports() -> None:
     gc.freeze()
 
 
-def _run_child(request: dict, results_fd: int, output_fd: int, protocol_fd: int) -> None:
+def _warm_families() -> None:
+    """openadapt's own families (trusted code), imported once: a family package's validation then binds its
+    domain without paying its family's import. Best effort: a family that fails to import fails only the
+    packages that use it, in their own check."""
+    from openadapt.families import family_names, get_family
+
+    for name in family_names():
+        with contextlib.suppress(Exception):
+            get_family(name)
+
+
+def _light_openenv() -> None:
+    """For the twin, which only plays episodes: make the OpenEnv modules the kit needs importable without running
+    `openenv.core`'s and `openenv.core.env_server`'s __init__, which import the web server, gradio and pandas
+    (~4 s). The two packages become stubs that import a name's own submodule when it is first asked for (read
+    from the real __init__'s `from .module import name` lines); a name they cannot place imports the real
+    package, as before."""
+    import ast
+    import importlib
+    import types
+
+    import openenv
+
+    root = Path(openenv.__path__[0])
+
+    def stub(name: str, folder: Path) -> types.ModuleType:
+        places: dict[str, str] = {}
+        star: list[str] = []
+        try:
+            tree = ast.parse((folder / "__init__.py").read_text())
+        except (OSError, SyntaxError):
+            tree = ast.Module(body=[], type_ignores=[])
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                for alias in node.names:
+                    if alias.name == "*":
+                        star.append(f"{name}.{node.module}")
+                    else:
+                        places[alias.asname or alias.name] = f"{name}.{node.module}"
+        module = types.ModuleType(name)
+        module.__path__ = [str(folder)]
+        module.__package__ = name
+
+        def __getattr__(attr: str):
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            if attr in places:
+                return getattr(importlib.import_module(places[attr]), attr)
+            for other in star:
+                with contextlib.suppress(AttributeError, ImportError):
+                    return getattr(importlib.import_module(other), attr)
+            for key in ("openenv.core.env_server", "openenv.core"):  # unknown: the real packages, slowly
+                if getattr(sys.modules.get(key), "_openadapt_stub", False):
+                    del sys.modules[key]
+            return getattr(importlib.import_module(name), attr)
+
+        module.__getattr__ = __getattr__
+        module._openadapt_stub = True
+        return module
+
+    sys.modules.setdefault("openenv.core", stub("openenv.core", root / "core"))
+    sys.modules.setdefault("openenv.core.env_server", stub("openenv.core.env_server", root / "core" / "env_server"))
+
+
+# ---- the child: confinement ---------------------------------------------------------------------------------
+def _declared(package: str) -> tuple[int, int]:
+    """disk_mb and memory_mb the package declares (`validation.resources`), read as plain YAML data."""
+    try:
+        import yaml
+
+        with open(Path(package) / "openenv.yaml", "rb") as handle:
+            raw = yaml.safe_load(handle.read(1024 * 1024))
+        resources = (raw.get("validation") or {}).get("resources") or {}
+        disk = int(resources.get("disk_mb", DEFAULT_DISK_MB))
+        memory = int(resources.get("memory_mb", 512))
+        return (disk if disk > 0 else DEFAULT_DISK_MB), memory
+    except Exception:  # noqa: BLE001  (static.manifest reports a broken manifest; here only the defaults matter)
+        return DEFAULT_DISK_MB, 512
+
+
+def _close_other_fds(keep: set[int]) -> None:
+    """Close every inherited descriptor but stdio and `keep` (the worker's protocol, the twin's pipes...)."""
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _confine(request: dict, output_fd: int, keep: set[int], listener: bool) -> tuple[dict, int | None]:
+    """Confine this freshly forked child before any package code runs; returns the facts for the report and
+    the seccomp listener fd (to hand to the worker) if there is one."""
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the candidate must not read the worker's requests
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    _close_other_fds(keep)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = sys.stdout
+    scratch = tempfile.mkdtemp(prefix="candidate-", dir=request.get("scratch") or None)
+    declared_disk, declared_memory = _declared(request["package"])
+    cap = int(request.get("disk_mb_cap") or DEFAULT_DISK_CAP_MB)
+    disk_mb = min(declared_disk, cap)
+    disk_bytes = disk_mb * 1024 * 1024 + DISK_HEADROOM
+    rlimits = limit_process(float(request["timeout_s"]), int(request["memory_mb"]), file_bytes=disk_bytes)
+    tmpfs_problem = scratch_fs.private_tmpfs(scratch, disk_bytes)
+    os.chdir(scratch)
+    os.environ["HOME"] = os.environ["TMPDIR"] = scratch
+    tempfile.tempdir = scratch
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as adj:
+        adj.write("1000")  # under a cgroup memory limit, the kernel kills the candidate, not the worker
+    from openadapt.sandbox.seccomp import apply_filter_with_listener
+
+    seccomp_note, listener_fd = apply_filter_with_listener(listener)
+    from openadapt.validator.checks.base import peak_rss_mb
+
+    facts = {
+        "rss_at_start_mb": round(peak_rss_mb(), 1), "scratch": scratch, "seccomp": seccomp_note,
+        "seccomp_listener": listener_fd is not None,
+        "rlimits": rlimits, "disk": {"declared_mb": declared_disk, "limit_mb": disk_mb, "cap_mb": cap,
+                                     "tmpfs_bytes": disk_bytes, "private_tmpfs": tmpfs_problem is None,
+                                     "private_tmpfs_problem": tmpfs_problem},
+        "declared_memory_mb": declared_memory,
+    }
+    return facts, listener_fd
+
+
+def _read_roots() -> list[str]:
+    import openadapt
+
+    roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.abspath(openadapt.__file__))]
+    return roots + [p for p in sys.path if p and os.path.isabs(p)]
+
+
+def _run_child(request: dict, results_fd: int, output_fd: int, audit_fd: int, notify_sock: socket.socket,
+               page) -> None:
     """In the forked child: confine, then run every check, streaming results. Never returns."""
     try:
-        os.setsid()
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)  # the candidate must not read the worker's requests
-        os.dup2(output_fd, 1)
-        os.dup2(output_fd, 2)
-        os.close(output_fd)
-        os.close(protocol_fd)
-        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-        sys.stderr = sys.stdout
-        scratch = tempfile.mkdtemp(prefix="candidate-", dir=request.get("scratch") or None)
-        os.chdir(scratch)
-        os.environ["HOME"] = os.environ["TMPDIR"] = scratch
-        tempfile.tempdir = scratch
-        limit_process(float(request["timeout_s"]), int(request["memory_mb"]))
-        from openadapt.sandbox.seccomp import apply_filter
-
-        seccomp_note = apply_filter()
+        facts, listener_fd = _confine(request, output_fd, {results_fd, audit_fd, notify_sock.fileno()},
+                                      listener=True)
+        if listener_fd is not None:  # the worker answers refused calls; the package must never hold this fd
+            socket.send_fds(notify_sock, [b"L"], [listener_fd])
+            os.close(listener_fd)
+        notify_sock.close()
         out = os.fdopen(results_fd, "w", buffering=1)
+        main_pid = os.getpid()
 
         def send(kind: str, payload) -> None:
-            # The pid lets the worker ignore copies of this process a fork bomb may have made.
-            out.write(json.dumps({"kind": kind, "pid": os.getpid(), "data": payload}) + "\n")
+            if os.getpid() != main_pid:  # a copy the package forked: it must not run the validator's checks
+                os._exit(0)
+            out.write(json.dumps({"kind": kind, "pid": main_pid, "data": payload}) + "\n")
 
-        send("seccomp", seccomp_note)
+        send("setup", facts)
+        from openadapt.sandbox import audit
         from openadapt.validator.checks import Context, run_checks
-        from openadapt.validator.checks.final import _peak_rss_mb
 
-        ctx = Context(Path(request["package"]), list(request["tiers"]), int(request["episodes"]))
-        ctx._cache["rss_at_start"] = _peak_rss_mb()
+        ctx = Context(Path(request["package"]), list(request["tiers"]), int(request["episodes"]),
+                      guard=CallGuard(page), timeout_s=float(request["timeout_s"]),
+                      memory_mb=int(request["memory_mb"]))
+        ctx._cache["rss_at_start"] = facts["rss_at_start_mb"]
+        audit.install(request["package"], facts["scratch"], audit_fd, _read_roots())
         run_checks(ctx, lambda result: send("check", result.model_dump(mode="json")),
                    lambda check_id: send("stage", check_id))
+        send("done", {"disk_bytes": scratch_fs.usage_bytes(facts["scratch"]) if facts["disk"]["private_tmpfs"]
+                      else scratch_fs.tree_bytes(facts["scratch"])})
         out.flush()
         os._exit(0)
     except BaseException:  # noqa: BLE001  (the child must never return into the worker's loop)
@@ -90,6 +266,7 @@ def _run_child(request: dict, results_fd: int, output_fd: int, protocol_fd: int)
             os._exit(70)
 
 
+# ---- the worker: watching a candidate -----------------------------------------------------------------------
 def _descendants(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -109,11 +286,43 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _sweep() -> int:
-    """Kill everything below this worker (orphans are reparented to it: it is a subreaper) and reap it."""
+class Reaper:
+    """Reaps every child of the worker (orphans are reparented to it: it is a subreaper), keeping the exit
+    status and resource usage of the ones it watches."""
+
+    def __init__(self):
+        self.exits: dict[int, tuple[int, object]] = {}
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.exits[pid] = (status, usage)
+
+    def wait(self, pid: int, timeout_s: float) -> tuple[int, object] | None:
+        deadline = time.monotonic() + timeout_s
+        while pid not in self.exits:
+            self.reap()
+            if pid in self.exits or time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+        return self.exits.pop(pid, None)
+
+
+def _sweep(reaper: Reaper, spare: set[int], spare_descendants: bool = True) -> int:
+    """Kill everything below this worker except `spare` (the twin, and its own candidate unless
+    `spare_descendants` is false), then reap it."""
     killed = 0
     for _ in range(5):
-        pids = _descendants(os.getpid())
+        spared = set(spare)
+        if spare_descendants:
+            for pid in spare:
+                spared.update(_descendants(pid))
+        pids = [p for p in _descendants(os.getpid()) if p not in spared]
         if not pids:
             break
         for pid in pids:
@@ -123,85 +332,438 @@ def _sweep() -> int:
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            try:
-                if os.waitpid(-1, os.WNOHANG) == (0, 0):
-                    time.sleep(0.005)
-            except ChildProcessError:
-                break
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and _state(p) != "Z" for p in pids):
+            reaper.reap()
+            time.sleep(0.002)
+        reaper.reap()
     return killed
 
 
-def validate(request: dict, protocol_fd: int) -> dict:
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
+
+
+def _describe_exit(status: int) -> str | None:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return f"killed by signal {sig}" + (f" ({SIGNALS[sig]})" if sig in SIGNALS else "")
+    if os.WEXITSTATUS(status) != 0:
+        return f"exited with status {os.WEXITSTATUS(status)}"
+    return None
+
+
+class Watch:
+    """One candidate under watch: its pipes, its exit, its deadlines, its scratch, its escape attempts."""
+
+    def __init__(self, request: dict, pid: int, fds: dict[str, int], notify: socket.socket, guard: CallGuard,
+                 reaper: Reaper, twin: Twin | None):
+        self.request, self.pid, self.fds, self.notify, self.guard = request, pid, fds, notify, guard
+        self.reaper, self.twin = reaper, twin
+        self.started = time.monotonic()
+        self.deadline = self.started + float(request["timeout_s"])
+        self.checks: list[dict] = []
+        self.stage: str | None = None
+        self.setup: dict = {}
+        self.output, self.output_bytes, self.buffer, self.audit_buffer = bytearray(), 0, b"", b""
+        self.killed_for: str | None = None
+        self.status: tuple[int, object] | None = None
+        self.done = False
+        self.disk_peak, self._disk_sampled = 0, 0.0
+        self.violations: dict[tuple, dict] = {}
+        self.listener = None
+        self.fingerprint: dict | None = None
+        self.poller = select.poll()
+        for name in ("results", "output", "audit"):
+            self.poller.register(fds[name], select.POLLIN)
+        self.poller.register(notify.fileno(), select.POLLIN)
+        self.pidfd = None
+        with contextlib.suppress(AttributeError, OSError):
+            self.pidfd = os.pidfd_open(pid)
+            self.poller.register(self.pidfd, select.POLLIN)
+
+    # ---- the loop -------------------------------------------------------------------------------------------
+    def run(self) -> None:
+        while True:
+            now = time.monotonic()
+            if now >= self.deadline:
+                self.killed_for = f"timeout after {self.request['timeout_s']} s"
+                break
+            for fd, events in self.poller.poll(min(POLL_S, self.deadline - now) * 1000):
+                self._event(fd, events)
+                if self.killed_for:
+                    break
+            if self.killed_for:
+                break
+            self.reaper.reap()
+            if self.pid in self.reaper.exits:
+                self.status = self.reaper.exits.pop(self.pid)
+                break
+            overdue = self.guard.overdue()
+            if overdue is not None:
+                what, limit = overdue
+                self.killed_for = (f"{what} ran past its {limit:g} s limit and did not stop when interrupted (the "
+                                   f"validator killed it {GRACE_S:g} s later)")
+                break
+            self._sample_disk()
+        if self.status is None:  # killed: the whole session of the child (its setsid() escapes are swept below)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            self.status = self.reaper.wait(self.pid, 5.0)
+        self._sample_disk(force=True)
+        self._drain()  # what the child wrote before it ended, and what its leftovers write in the next moment
+        spare = {self.twin.pid} if self.twin is not None and self.twin.alive else set()
+        self.swept = _sweep(self.reaper, spare)
+        self._drain(deadline_s=0.0)
+        for fd in (*self.fds.values(), self.pidfd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.notify.close()
+        if self.listener is not None:
+            self.listener.close()
+
+    def _event(self, fd: int, events: int) -> None:
+        if fd == self.pidfd:
+            self.poller.unregister(fd)  # readable once the child exited: reaped right after
+            return
+        if self.listener is not None and fd == self.listener.fd:
+            if events & select.POLLIN:
+                record = self.listener.handle()
+                if record is not None:
+                    self._seccomp(record)
+            elif events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                self.poller.unregister(fd)
+            return
+        if fd == self.notify.fileno():
+            self._receive_listener()
+            return
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self.poller.unregister(fd)
+            return
+        self._consume(fd, chunk)
+
+    def _receive_listener(self) -> None:
+        from openadapt.sandbox.seccomp import Listener
+
+        try:
+            _, fds, _, _ = socket.recv_fds(self.notify, 16, 1)
+        except OSError:
+            fds = []
+        self.poller.unregister(self.notify.fileno())
+        if fds:
+            self.listener = Listener(fds[0])
+            self.poller.register(self.listener.fd, select.POLLIN)
+
+    def _consume(self, fd: int, chunk: bytes) -> None:
+        if fd == self.fds["output"]:
+            self.output_bytes += len(chunk)
+            if len(self.output) < OUTPUT_CAP:
+                self.output.extend(chunk[: OUTPUT_CAP - len(self.output)])
+            if self.output_bytes > OUTPUT_KILL and not self.killed_for and self.status is None:
+                self.killed_for = f"output flood (over {OUTPUT_KILL // (1024 * 1024)} MiB)"
+        elif fd == self.fds["audit"]:
+            self.audit_buffer += chunk
+            *lines, self.audit_buffer = self.audit_buffer.split(b"\n")
+            for line in lines:
+                self._audit(line)
+        else:
+            self.buffer += chunk
+            *lines, self.buffer = self.buffer.split(b"\n")
+            for line in lines:
+                self._message(line)
+
+    def _message(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:  # interleaved writes from forked copies of the child
+            return
+        if not isinstance(message, dict) or message.get("pid") != self.pid:
+            return
+        kind, data = message.get("kind"), message.get("data")
+        if kind == "check":
+            if data.get("check_id") == HASH_CHECK:
+                self.fingerprint = (data.get("measured") or {}).pop("_fingerprint", None)
+            self.checks.append(data)
+            self.stage = None
+            self._sample_disk(force=True)
+        elif kind == "stage":
+            self.stage = data
+        elif kind == "setup":
+            self.setup = data
+        elif kind == "done":
+            self.done = True
+            self.disk_peak = max(self.disk_peak, int((data or {}).get("disk_bytes") or 0))
+
+    def _audit(self, line: bytes) -> None:
+        try:
+            record = json.loads(line)
+            key = (record["event"], record["detail"], record["file"], record["line"])
+        except (ValueError, KeyError, TypeError):
+            return
+        if key in self.violations:
+            self.violations[key]["count"] += 1
+        elif len(self.violations) < MAX_VIOLATIONS:
+            self.violations[key] = {"source": "audit", "event": record["event"], "detail": str(record["detail"]),
+                                    "file": str(record["file"]), "line": int(record["line"]), "count": 1}
+
+    def _seccomp(self, record: dict) -> None:
+        from openadapt.sandbox.seccomp import describe_call
+
+        what = describe_call(record)
+        key = ("seccomp", what)
+        if key in self.violations:
+            self.violations[key]["count"] += 1
+        elif len(self.violations) < MAX_VIOLATIONS:
+            self.violations[key] = {"source": "seccomp", "event": record.get("syscall"), "detail": what,
+                                    "pid": record.get("pid"), "count": 1}
+
+    def _answer_pending(self) -> None:
+        """Answer (and record) every refused call waiting on the listener now, without blocking."""
+        probe = select.poll()
+        probe.register(self.listener.fd, select.POLLIN)
+        for _ in range(256):
+            if not any(ev & select.POLLIN for _, ev in probe.poll(0)):
+                return
+            record = self.listener.handle()
+            if record is None:
+                return
+            self._seccomp(record)
+
+    def _drain(self, deadline_s: float = DRAIN_S) -> None:
+        """Read what is buffered in the pipes without waiting for writers that may never close them."""
+        end = time.monotonic() + deadline_s
+        for fd in (self.fds["results"], self.fds["output"], self.fds["audit"]):
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, False)
+        while True:
+            progressed = False
+            for fd in (self.fds["results"], self.fds["output"], self.fds["audit"]):
+                try:
+                    chunk = os.read(fd, 65536)
+                except (BlockingIOError, OSError):
+                    continue
+                if chunk:
+                    progressed = True
+                    self._consume(fd, chunk)
+                if self.output_bytes > OUTPUT_KILL:
+                    return
+            if self.listener is not None:
+                self._answer_pending()
+            if not progressed and time.monotonic() >= end:
+                return
+            if not progressed:
+                time.sleep(0.005)
+
+    def _sample_disk(self, force: bool = False) -> None:
+        disk = self.setup.get("disk")
+        if not disk or self.status is not None and not force:
+            return
+        now = time.monotonic()
+        if disk["private_tmpfs"]:
+            used = scratch_fs.usage_bytes(f"/proc/{self.pid}/root{self.setup['scratch']}")
+        elif force or now - self._disk_sampled > 0.2:  # walking a tree costs more than a statvfs
+            self._disk_sampled = now
+            used = scratch_fs.tree_bytes(self.setup["scratch"])
+        else:
+            used = None
+        if used is not None:
+            self.disk_peak = max(self.disk_peak, used)
+
+    # ---- the result -----------------------------------------------------------------------------------------
+    def result(self) -> dict:
+        status, usage = self.status if self.status is not None else (None, None)
+        # A child that finished every check has nothing more to say: a signal after that is the sweep's.
+        exit_info = _describe_exit(status) if status is not None and not self.done else None
+        disk = dict(self.setup.get("disk") or {})
+        disk["peak_bytes"] = self.disk_peak
+        baseline_rss_mb = float(self.setup.get("rss_at_start_mb") or 0.0)
+        memory = {"baseline_rss_mb": round(baseline_rss_mb, 1)}
+        if usage is not None and baseline_rss_mb:
+            memory["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)
+            memory["growth_mb"] = round(usage.ru_maxrss / 1024 - baseline_rss_mb, 1)
+            memory["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 3)
+        return {
+            "checks": self.checks, "interrupted_stage": self.stage if not self.done else None,
+            "killed_for": self.killed_for, "child_exit": exit_info,
+            "output": self.output.decode("utf-8", "replace"), "output_bytes": self.output_bytes,
+            "seccomp": self.setup.get("seccomp"), "seccomp_listener": self.setup.get("seccomp_listener", False),
+            "rlimits": self.setup.get("rlimits", {}), "disk": disk, "memory": memory,
+            "declared_memory_mb": self.setup.get("declared_memory_mb"),
+            "violations": list(self.violations.values()), "swept_processes": self.swept,
+            "duration_s": round(time.monotonic() - self.started, 4), "completed": self.done,
+        }
+
+
+# ---- the twin: a second interpreter, another hash seed ------------------------------------------------------
+class Twin:
+    """The worker's handle on its twin (same sandbox, same uid, PYTHONHASHSEED different from the worker's)."""
+
+    def __init__(self):
+        own = os.environ.get("PYTHONHASHSEED", "")
+        self.hash_seed = "2" if own != "2" else "3"
+        self.worker_hash_seed = own or "random"
+        env = {**os.environ, "PYTHONHASHSEED": self.hash_seed}
+        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "openadapt.validator.worker", "--twin"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+        self.pid = self.proc.pid
+        self.alive = True
+        self.ready = False
+        self.buffer = b""
+        self.next_id = 0
+        os.set_blocking(self.proc.stdout.fileno(), False)
+
+    def send(self, message: dict) -> int | None:
+        if not self.alive:
+            return None
+        self.next_id += 1
+        try:
+            self.proc.stdin.write((json.dumps({**message, "id": self.next_id}) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.alive = False
+            return None
+        return self.next_id
+
+    def reply(self, wanted: int, timeout_s: float, reaper: Reaper) -> dict | None:
+        """The reply to request `wanted` (older replies are dropped), or None past the timeout."""
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                with contextlib.suppress(ValueError):
+                    message = json.loads(line)
+                    if message.get("op") == "ready":
+                        self.ready = True
+                    elif message.get("id") == wanted:
+                        return message
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.alive:
+                return None
+            select.select([fd], [], [], min(remaining, POLL_S))
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                chunk = None
+            if chunk == b"":
+                self.alive = False
+            elif chunk:
+                self.buffer += chunk
+            reaper.reap()
+            if self.pid in reaper.exits:
+                reaper.exits.pop(self.pid)
+                self.alive = False
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.stdin.write(b'{"op": "shutdown"}\n')
+            self.proc.stdin.flush()
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=2)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+
+
+def _compare_fingerprints(main: dict, twin_reply: dict | None, twin: Twin | None) -> dict:
+    """The hash-seed check's verdict: the candidate's episodes against the twin's, episode by episode."""
+    seeds = (f"PYTHONHASHSEED={twin.worker_hash_seed if twin else '?'} (the validator) and "
+             f"PYTHONHASHSEED={twin.hash_seed if twin else '?'} (a second interpreter)")
+    if twin_reply is None:
+        why = "the second interpreter is not available" if twin is None or not twin.alive else \
+            "the second interpreter did not finish its episodes in time"
+        return {"status": "skip", "evidence": [f"not compared: {why}"]}
+    if not twin_reply.get("ok"):
+        return {"status": "fail", "evidence": [f"under PYTHONHASHSEED={twin.hash_seed} the package failed where it "
+                                               f"ran under the validator's: {str(twin_reply.get('error'))[:300]}"]}
+    other = twin_reply.get("fingerprint") or {}
+    problems, compared = [], 0
+    for key, rows in main.items():
+        theirs = other.get(key)
+        compared += 1
+        if theirs is None:
+            problems.append(f"{key}: not played under the second hash seed")
+            continue
+        for step, (a, b) in enumerate(zip(rows, theirs, strict=False)):
+            if a[0] != b[0]:
+                problems.append(f"{key}: {seeds} gave different episodes, first at observation {step}: "
+                                f"{_difference(a[1], b[1])}")
+                break
+        else:
+            if len(rows) != len(theirs):
+                problems.append(f"{key}: {seeds} gave episodes of {len(rows) - 1} and {len(theirs) - 1} steps")
+    if problems:
+        return {"status": "fail", "evidence": problems[:6], "measured": {"episodes": compared,
+                                                                         "differing": len(problems)}}
+    return {"status": "pass", "measured": {"episodes": compared, "hash_seeds": [twin.worker_hash_seed,
+                                                                                twin.hash_seed]}}
+
+
+def _difference(a: str, b: str) -> str:
+    start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    lo = max(0, start - 60)
+    return f"...{a[lo:start + 60]!r}... versus ...{b[lo:start + 60]!r}..."
+
+
+# ---- a validation -------------------------------------------------------------------------------------------
+def validate(request: dict, twin: Twin | None = None, reaper: Reaper | None = None) -> dict:
+    reaper = reaper or Reaper()
     results_r, results_w = os.pipe()
     output_r, output_w = os.pipe()
-    started = time.monotonic()
+    audit_r, audit_w = os.pipe()
+    notify_parent, notify_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    guard = CallGuard()
     pid = os.fork()
     if pid == 0:
-        os.close(results_r)
-        os.close(output_r)
-        _run_child(request, results_w, output_w, protocol_fd)
-    os.close(results_w)
-    os.close(output_w)
-    deadline = started + float(request["timeout_s"])
-    checks, stage, seccomp = [], None, None
-    output, output_bytes, buffer = bytearray(), 0, b""
-    killed_for = None
-    open_fds = {results_r, output_r}
-    while open_fds:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            killed_for = f"timeout after {request['timeout_s']} s"
-            break
-        ready, _, _ = select.select(list(open_fds), [], [], min(remaining, 0.5))
-        for fd in ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                open_fds.discard(fd)
-                continue
-            if fd == output_r:
-                output_bytes += len(chunk)
-                if len(output) < OUTPUT_CAP:
-                    output.extend(chunk[: OUTPUT_CAP - len(output)])
-                if output_bytes > OUTPUT_KILL:
-                    killed_for = f"output flood (over {OUTPUT_KILL // (1024 * 1024)} MiB)"
-                    open_fds.clear()
-                    break
-            else:
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    try:
-                        message = json.loads(line)
-                    except ValueError:  # interleaved writes from forked copies of the child
-                        continue
-                    if message.get("pid") != pid:
-                        continue
-                    if message["kind"] == "check":
-                        checks.append(message["data"])
-                        stage = None
-                    elif message["kind"] == "stage":
-                        stage = message["data"]
-                    else:
-                        seccomp = message["data"]
-    if killed_for:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    swept = _sweep()
-    for fd in (results_r, output_r):
-        with contextlib.suppress(OSError):
+        notify_parent.close()
+        for fd in (results_r, output_r, audit_r):
             os.close(fd)
-    exit_info = None
-    if os.WIFSIGNALED(status):
-        exit_info = f"killed by signal {os.WTERMSIG(status)}"
-    elif os.WEXITSTATUS(status) != 0:
-        exit_info = f"exited with status {os.WEXITSTATUS(status)}"
-    return {
-        "checks": checks, "interrupted_stage": stage, "killed_for": killed_for, "child_exit": exit_info,
-        "output": output.decode("utf-8", "replace"), "output_bytes": output_bytes, "seccomp": seccomp,
-        "swept_processes": swept, "duration_s": round(time.monotonic() - started, 4),
-    }
+        _run_child(request, results_w, output_w, audit_w, notify_child, guard.page)
+    for fd in (results_w, output_w, audit_w):
+        os.close(fd)
+    notify_child.close()
+    ticket = None
+    if twin is not None and twin.alive:
+        ticket = twin.send({"op": "fingerprint", **{k: request[k] for k in ("package", "tiers", "episodes",
+                                                                             "timeout_s", "memory_mb")},
+                            "scratch": request.get("scratch"), "disk_mb_cap": request.get("disk_mb_cap")})
+    watch = Watch(request, pid, {"results": results_r, "output": output_r, "audit": audit_r}, notify_parent, guard,
+                  reaper, twin)
+    watch.run()
+    reply = watch.result()
+    outcome = reply["hash_seed"] = _hash_seed_outcome(watch, twin, ticket, reaper)
+    check = next((c for c in reply["checks"] if c.get("check_id") == HASH_CHECK), None)
+    if outcome is not None and check is not None and check.get("status") == "pass":
+        check["status"] = outcome["status"]
+        check["evidence"] = outcome.get("evidence", [])
+        check["measured"] = outcome.get("measured", {})
+        if outcome["status"] == "fail":
+            from openadapt.validator.checks import REGISTRY
+
+            check["remediation"] = next(c.remediation for c in REGISTRY if c.id == HASH_CHECK)
+    guard.page.close()
+    return reply
+
+
+def _hash_seed_outcome(watch: Watch, twin: Twin | None, ticket: int | None, reaper: Reaper) -> dict | None:
+    if watch.fingerprint is None:  # the check did not get as far: the twin's episodes are not needed
+        if twin is not None and twin.alive:
+            _sweep(reaper, {twin.pid}, spare_descendants=False)  # frees the twin from its candidate
+        return None
+    remaining = max(0.0, watch.deadline - time.monotonic())
+    answer = twin.reply(ticket, min(TWIN_WAIT_S, remaining + 5.0), reaper) if twin and ticket else None
+    if answer is None and twin is not None and twin.alive:
+        _sweep(reaper, {twin.pid}, spare_descendants=False)
+    return _compare_fingerprints(watch.fingerprint, answer, twin)
 
 
 def _cleanup_scratch(scratch: str | None) -> None:
@@ -211,12 +773,25 @@ def _cleanup_scratch(scratch: str | None) -> None:
         shutil.rmtree(entry, ignore_errors=True)
 
 
+def _subreaper() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _start_twin() -> Twin | None:
+    try:
+        return Twin()
+    except OSError:
+        return None
+
+
 def serve() -> None:
     protocol_fd = os.dup(1)
     os.dup2(2, 1)  # stray prints from libraries go to stderr, never into the protocol stream
     protocol = os.fdopen(protocol_fd, "w", buffering=1)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _subreaper()
+    twin = _start_twin()  # its ~4 s import runs alongside this worker's
+    reaper = Reaper()
     started = time.monotonic()
     _warm_imports()
     warm_s = round(time.monotonic() - started, 3)
@@ -227,26 +802,126 @@ def serve() -> None:
             break
         try:
             if op == "ping":
-                reply = {"ok": True, "warm_s": warm_s, "pid": os.getpid(), "uid": os.getuid()}
+                reply = {"ok": True, "warm_s": warm_s, "pid": os.getpid(), "uid": os.getuid(),
+                         "twin": twin is not None and twin.alive}
             elif op == "validate":
-                reply = {"ok": True, **validate(request, protocol_fd)}
+                if twin is not None and not twin.alive:
+                    twin = _start_twin()  # killed by an earlier candidate: a new one for the next validations
+                reply = {"ok": True, **validate(request, twin, reaper)}
                 _cleanup_scratch(request.get("scratch"))
             else:
                 reply = {"ok": False, "error": f"unknown op {op!r}"}
         except Exception as exc:  # a worker bug: report it, keep serving
             reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
         protocol.write(json.dumps(reply) + "\n")
+    if twin is not None:
+        twin.close()
+
+
+# ---- the twin's side ----------------------------------------------------------------------------------------
+def _fingerprint_child(request: dict, results_fd: int, output_fd: int) -> None:
+    try:
+        _confine(request, output_fd, {results_fd}, listener=False)
+        from openadapt.envpkg.loader import LoadedPackage, PackageRef
+        from openadapt.envpkg.manifest import parse_manifest
+        from openadapt.validator.checks import Context
+        from openadapt.validator.checks.runtime import fingerprint
+
+        ctx = Context(Path(request["package"]), list(request["tiers"]), int(request["episodes"]),
+                      timeout_s=float(request["timeout_s"]), memory_mb=int(request["memory_mb"]))
+        ctx.manifest = parse_manifest(ctx.root)
+        ctx.pkg = ctx.timed(LoadedPackage, PackageRef(ctx.root, ctx.manifest, seed=False), bucket=ctx.import_seconds,
+                            limit_s=ctx.import_limit_s, label="importing the package")
+        payload = {"ok": True, "fingerprint": fingerprint(ctx)}
+    except BaseException as exc:  # noqa: BLE001
+        payload = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    try:
+        data = (json.dumps(payload) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(results_fd, view):]
+    finally:
+        os._exit(0)
+
+
+def _fingerprint(request: dict, reaper: Reaper) -> dict:
+    results_r, results_w = os.pipe()
+    output_r, output_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(results_r)
+        os.close(output_r)
+        _fingerprint_child(request, results_w, output_w)
+    os.close(results_w)
+    os.close(output_w)
+    os.set_blocking(output_r, False)
+    deadline = time.monotonic() + float(request["timeout_s"])
+    data, reply = b"", None
+    open_fds = {results_r, output_r}
+    while open_fds and time.monotonic() < deadline:
+        ready, _, _ = select.select(list(open_fds), [], [], POLL_S)
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                open_fds.discard(fd)
+            elif fd == results_r:
+                data += chunk
+        reaper.reap()
+        if pid in reaper.exits and results_r not in open_fds:
+            break
+        if pid in reaper.exits and not ready:
+            break
+    with contextlib.suppress(ValueError):
+        reply = json.loads(data.split(b"\n", 1)[0]) if data else None
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    _sweep(reaper, set())
+    reaper.exits.pop(pid, None)
+    for fd in (results_r, output_r):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _cleanup_scratch(request.get("scratch"))
+    return reply or {"ok": False, "error": "the second interpreter's candidate stopped without an answer"}
+
+
+def serve_twin() -> None:
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    protocol = os.fdopen(protocol_fd, "w", buffering=1)
+    _subreaper()
+    _light_openenv()
+    _warm_imports(server=False)
+    protocol.write(json.dumps({"op": "ready"}) + "\n")
+    reaper = Reaper()
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("op") == "shutdown":
+            break
+        try:
+            reply = _fingerprint(request, reaper)
+        except Exception as exc:  # noqa: BLE001
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        protocol.write(json.dumps({**reply, "id": request.get("id")}) + "\n")
 
 
 def main(argv: list[str]) -> None:
+    sys.dont_write_bytecode = True  # `-I` ignores PYTHONDONTWRITEBYTECODE: package imports write nothing
+    if argv[:1] == ["--twin"]:
+        serve_twin()
+        return
     if argv[:1] == ["--once"]:  # one validation, report on stdout (the docker backend's mode)
         request = json.loads(argv[1])
+        _subreaper()
+        twin = _start_twin()
         _warm_imports()
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
         protocol_fd = os.dup(1)
         os.dup2(2, 1)
-        reply = {"ok": True, **validate(request, protocol_fd)}
+        reply = {"ok": True, **validate(request, twin)}
+        if twin is not None:
+            twin.close()
         os.write(protocol_fd, (json.dumps(reply) + "\n").encode())
         return
     serve()

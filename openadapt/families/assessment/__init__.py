@@ -41,11 +41,11 @@ FAMILY = register_family(Family(
         1: "one planted feature per criterion sets its level; clean text",
         2: "+ OCR-garbled lines (30%); graded sections missing from the copy (30%, up to two): request the "
            "original, which may turn out never to have been submitted",
-        3: "+ three lookalikes (passages with a defect's cue words that are acceptable) and strengths above the "
-           "true level that do not rescue it",
+        3: "+ one lookalike (a passage with a defect's cue words that is acceptable) and two strengths that leave "
+           "the level where it is",
         4: "+ one department rule in force, stated only in the grading guide; its trigger caps a criterion in 60% "
            "of episodes, another rule's trigger is a decoy in 50%",
-        5: "+ more noise and missing sections (40%), five lookalikes, and a budget of 9 steps",
+        5: "+ more noise and missing sections (40%), two lookalikes and three strengths, and a budget of 9 steps",
     },
     prompt_context=prompt_context,
 ))

@@ -3,17 +3,18 @@ document good or bad on each criterion.
 
 Each episode assembles one document by seed: every rubric criterion gets one planted *feature* (a strength or a
 defect, written as the document itself would read) whose level is the criterion's hidden true level, among
-neutral filler. Harder tiers blur the text (OCR errors) and lose sections from the copy, plant passages that only
-look like defects and strengths that do not rescue a grade, and put a department rule in force that only the
+neutral filler. The rubric's rule: a criterion gets the level of the best strength shown for it, capped by the
+worst defect shown. Harder tiers blur the text (OCR errors) and lose sections from the copy, plant passages that
+only look like defects and strengths that do not move a grade, and put a department rule in force that only the
 grading guide reveals. The agent reads sections, may consult the guide, and submits one grade per criterion with
 the quote that decides it and feedback.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from openadapt.families.domain import (
     Domain,
@@ -21,18 +22,30 @@ from openadapt.families.domain import (
     bad_placeholders,
     duplicates,
     placeholders,
-    too_few,
-    unknown_refs,
 )
 
 _ID = r"^[a-z][a-z0-9_]*$"
+# Every string inside a list is bounded too: a domain file is untrusted data.
+Passage = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=500)]
+Descriptor = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]
+Cue = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=60)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=40)]
+Value = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=80)]
 # The ECI 5 budget (9 steps) must hold the shortest honest path: read every section an honest grader needs
 # (the graded ones plus the section of the rule in force), request up to two missing ones, read the guide,
 # submit. So at most this many sections may ever need reading.
 MAX_NEEDED_SECTIONS = 5
-MIN_LOOKALIKES = 3  # ECI 3 plants three passages that look like defects but are acceptable
+MIN_LOOKALIKES = 3  # ECI 3-4 plant one passage that looks like a defect but is acceptable, ECI 5 two: by seed
 MIN_RULES = 2  # ECI 4 draws which rule is in force; another rule's trigger is planted as a decoy
 MIN_LEVELS_PER_CRITERION = 3  # the hidden true level must vary by seed, and leave room above it for strengths
+
+
+def _unknown(value: str, known: list[str] | dict, path: str, what: str) -> list[DomainProblem]:
+    """A reference (by id) at `path` to something the domain does not define."""
+    if value in known:
+        return []
+    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} (defined: "
+                          f"{', '.join(sorted(known)[:12]) or 'none'})")]
 
 
 class _Item(BaseModel):
@@ -46,7 +59,7 @@ class Section(_Item):
     title: str = Field(min_length=3, max_length=80, description=(
         "The section's heading as printed in the document, e.g. 'Experimental procedure', "
         "'2. Access control'."))
-    filler: list[str] = Field(min_length=2, max_length=8, description=(
+    filler: list[Passage] = Field(min_length=2, max_length=8, description=(
         "Two to eight neutral sentences this section always contains, written as the document itself would "
         "read (they neither help nor hurt any criterion), e.g. 'All titrations were carried out at room "
         "temperature in the teaching laboratory.' They may use the slots' {placeholders}; they must not contain "
@@ -61,25 +74,30 @@ class Feature(_Item):
         "What a grader would call it, in a few words, e.g. 'blames human error', 'MFA only on the VPN'. "
         "Feedback that lists many labels is keyword stuffing and is penalised."))
     kind: Literal["strength", "defect"] = Field(description=(
-        "'defect' for a weakness the rubric marks down, 'strength' for what earns the upper levels."))
+        "'defect': something the document does that the rubric marks down (it caps the criterion at its level); "
+        "'strength': something it does that earns its level. A criterion gets the level of the best strength the "
+        "document shows for it, capped by the worst defect it shows. Write both as things present in the text "
+        "(a wrong mole ratio, a captioned titration curve), not as absences (no units), so that any strength "
+        "can stand beside any defect of the criterion without contradicting it."))
     level: int = Field(ge=1, le=6, description=(
-        "The level (1 = lowest, counting the scale) the criterion gets when this is the weakest thing the "
-        "document shows for it. A defect's level is below the top of the scale."))
-    cues: list[str] = Field(min_length=1, max_length=4, description=(
+        "The level (1 = lowest, counting the scale) this feature sets: a defect caps the criterion there (below "
+        "the top of the scale), a strength earns it (level 2 or more)."))
+    cues: list[Cue] = Field(min_length=1, max_length=4, description=(
         "One to four short phrases from the snippets that a hurried grader would key on, e.g. 'human error', "
-        "'as written in the lab manual'. Every snippet contains at least one of them; no filler and no other "
-        "feature graded in the same section contains them (only lookalikes may)."))
-    snippets: list[str] = Field(min_length=2, max_length=5, description=(
+        "'as written in the lab manual'. Every snippet contains at least one of them; no filler, rule trigger or "
+        "other feature in the same section contains them (only lookalikes may)."))
+    snippets: list[Passage] = Field(min_length=2, max_length=5, description=(
         "Two to five alternative passages that exhibit this feature, written in the author's own voice as "
         "they would appear in the document (never a grader's description of it), one or two sentences each, "
-        "e.g. 'The difference from the label value was probably caused by human error.' May use the slots' "
+        "e.g. 'The difference from the label value was probably caused by human error.' Each shows this one "
+        "feature only (on ECI 3 it may sit beside another feature of the criterion). May use the slots' "
         "{placeholders}."))
 
 
 class Lookalike(_Item):
     resembles: str = Field(min_length=3, max_length=50, pattern=_ID, description=(
         "The id of a defect of this criterion that this passage looks like at a glance."))
-    snippets: list[str] = Field(min_length=1, max_length=4, description=(
+    snippets: list[Passage] = Field(min_length=1, max_length=4, description=(
         "Passages that share that defect's cue words but are correct and acceptable on a careful reading (an "
         "unusual but valid method, a limitation that is properly handled), e.g. 'Human error in judging the end "
         "point was reduced by titrating against a white tile.' They never change the grade. May use slots."))
@@ -92,14 +110,15 @@ class Criterion(_Item):
         "The criterion's name as printed in the rubric, e.g. 'Error analysis and discussion'."))
     section: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
         "The id of the section in which this criterion is assessed (its evidence is planted there)."))
-    descriptors: list[str] = Field(min_length=3, max_length=6, description=(
-        "The rubric's level descriptors for this criterion, lowest level first, one per level of the scale, "
-        "e.g. 'Sources of error are not discussed, or blamed on human error.'"))
+    descriptors: list[Descriptor] = Field(min_length=3, max_length=6, description=(
+        "The rubric's level descriptors for this criterion, lowest level first, one per level of the scale; "
+        "each says which defect caps a criterion there or which strength earns it, e.g. 'The difference from "
+        "the label is put down to human error.'"))
     absent_level: int = Field(default=1, ge=1, le=6, description=(
         "The level this criterion gets when its section was never submitted (usually 1)."))
     features: list[Feature] = Field(min_length=3, max_length=8, description=(
         "The strengths and defects a document can show on this criterion: at least three different levels, at "
-        "least one defect and one strength."))
+        "least one defect, and a strength at the top level."))
     lookalikes: list[Lookalike] = Field(default_factory=list, max_length=6, description=(
         "Passages that look like one of this criterion's defects but are acceptable (distractors on ECI 3+)."))
 
@@ -114,7 +133,7 @@ class Rule(_Item):
         "the scale, and below a level that criterion's features can reach, so that the rule can bind)."))
     section: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
         "The id of the section where the trigger passage appears."))
-    triggers: list[str] = Field(min_length=2, max_length=4, description=(
+    triggers: list[Passage] = Field(min_length=2, max_length=4, description=(
         "Two to four alternative passages, in the author's voice, that look harmless under the public rubric "
         "but fall foul of the rule, e.g. 'The NaOH concentration was taken from the stock bottle label.' May use "
         "slots."))
@@ -128,7 +147,7 @@ class Rule(_Item):
 class Slot(_Item):
     name: str = Field(min_length=2, max_length=30, pattern=_ID, description=(
         "A placeholder that texts use as {name}, filled once per episode, e.g. 'student', 'sample'."))
-    values: list[str] = Field(min_length=2, max_length=12, description=(
+    values: list[Value] = Field(min_length=2, max_length=12, description=(
         "Two to twelve values it takes, each fitting every text that uses it and any value of the other slots "
         "(they are drawn independently), e.g. ['malt vinegar', 'apple cider vinegar']."))
 
@@ -166,7 +185,7 @@ class AssessmentDomain(Domain):
     header: str = Field(min_length=10, max_length=200, description=(
         "The document's title line, shown when the episode opens; may use slots, e.g. 'CHEM 201 lab report: "
         "acetic acid in {sample}, submitted by {student}'."))
-    scale: list[str] = Field(min_length=3, max_length=6, description=(
+    scale: list[Name] = Field(min_length=3, max_length=6, description=(
         "The names of the rubric's levels, lowest first, e.g. ['beginning', 'developing', 'proficient', "
         "'exemplary']."))
     sections: list[Section] = Field(min_length=3, max_length=8, description=(
@@ -176,7 +195,7 @@ class AssessmentDomain(Domain):
     rules: list[Rule] = Field(min_length=2, max_length=6, description=(
         "Department-specific rules that cap a criterion when a harmless-looking passage is present; on ECI 4+ "
         "one of them is in force per episode and only the grading guide says which."))
-    guide_notes: list[str] = Field(min_length=2, max_length=10, description=(
+    guide_notes: list[Passage] = Field(min_length=2, max_length=10, description=(
         "General notes of the grading guide (accepted practices, how to read the rubric), e.g. 'A Gran plot is "
         "an accepted way to locate the end point.' Shown whenever the guide is read."))
     slots: list[Slot] = Field(min_length=1, max_length=12, description=(
@@ -232,10 +251,11 @@ class AssessmentDomain(Domain):
             p += self._rule_problems(i, rule, levels, slot_names, section_ids, criterion_ids)
         p += self._cue_problems()
 
-        lookalikes = [lk for c in self.criteria for lk in c.lookalikes]
-        p += too_few(lookalikes, MIN_LOOKALIKES, "domain.criteria",
-                     f"lookalikes in all (criteria[*].lookalikes): ECI 3 plants {MIN_LOOKALIKES} passages that look "
-                     "like defects but are acceptable")
+        lookalikes = sum(len(c.lookalikes) for c in self.criteria)
+        if lookalikes < MIN_LOOKALIKES:
+            p.append(DomainProblem(path="domain.criteria", message=(
+                f"has {lookalikes} lookalike(s) in all (criteria[*].lookalikes); at least {MIN_LOOKALIKES} are "
+                "needed: ECI 3 and 4 plant one per document and ECI 5 two, drawn by seed from all of them")))
         for rule in self.rules:
             needed = self.needed_sections(rule)
             if len(needed) > MAX_NEEDED_SECTIONS and rule.section in section_ids:
@@ -262,7 +282,7 @@ class AssessmentDomain(Domain):
     def _criterion_problems(self, i: int, c: Criterion, levels: int, slot_names: list[str],
                             section_ids: list[str]) -> list[DomainProblem]:
         at = f"domain.criteria[{i}]"
-        p = unknown_refs([c.section], section_ids, f"{at}.section", "section")
+        p = _unknown(c.section, section_ids, f"{at}.section", "section")
         if len(c.descriptors) != levels:
             p.append(DomainProblem(path=f"{at}.descriptors", message=(
                 f"has {len(c.descriptors)} descriptor(s); the scale has {levels} levels: write one per level, "
@@ -278,6 +298,9 @@ class AssessmentDomain(Domain):
             elif f.kind == "defect" and f.level == levels:
                 p.append(DomainProblem(path=f"{fat}.level", message=(
                     f"a defect cannot sit at the top level ({levels}): the rubric marks it down")))
+            elif f.kind == "strength" and f.level == 1:
+                p.append(DomainProblem(path=f"{fat}.level", message=(
+                    "a strength at level 1 earns nothing: give it the level it earns (2 or more)")))
             for k, snippet in enumerate(f.snippets):
                 p += bad_placeholders(snippet, slot_names, f"{fat}.snippets[{k}]")
                 if not any(cue.lower() in snippet.lower() for cue in f.cues):
@@ -295,15 +318,16 @@ class AssessmentDomain(Domain):
                 f"its features reach {len(distinct)} distinct level(s) {distinct}; at least "
                 f"{MIN_LEVELS_PER_CRITERION} are needed so that the hidden true level varies by seed and a strength "
                 "can sit above it (ECI 3)")))
-        kinds = {f.kind for f in c.features}
-        for kind in ("defect", "strength"):
-            if kind not in kinds:
-                p.append(DomainProblem(path=f"{at}.features", message=f"has no {kind}: write at least one"))
+        if not any(f.kind == "defect" for f in c.features):
+            p.append(DomainProblem(path=f"{at}.features", message="has no defect: write at least one"))
+        if not any(f.kind == "strength" and f.level == levels for f in c.features):
+            p.append(DomainProblem(path=f"{at}.features", message=(
+                f"has no strength at the top level ({levels}): write what earns it")))
         defects = {f.id: f for f in c.features if f.kind == "defect"}
         for j, lk in enumerate(c.lookalikes):
             lat = f"{at}.lookalikes[{j}]"
             if lk.resembles not in defects:
-                p += unknown_refs([lk.resembles], defects, f"{lat}.resembles", f"defect of criterion {c.id!r}")
+                p += _unknown(lk.resembles, defects, f"{lat}.resembles", f"defect of criterion {c.id!r}")
                 continue
             cues = defects[lk.resembles].cues
             for k, snippet in enumerate(lk.snippets):
@@ -316,8 +340,8 @@ class AssessmentDomain(Domain):
     def _rule_problems(self, i: int, rule: Rule, levels: int, slot_names: list[str], section_ids: list[str],
                        criterion_ids: list[str]) -> list[DomainProblem]:
         at = f"domain.rules[{i}]"
-        p = unknown_refs([rule.criterion], criterion_ids, f"{at}.criterion", "criterion")
-        p += unknown_refs([rule.section], section_ids, f"{at}.section", "section")
+        p = _unknown(rule.criterion, criterion_ids, f"{at}.criterion", "criterion")
+        p += _unknown(rule.section, section_ids, f"{at}.section", "section")
         p += bad_placeholders(rule.note, ("cap", "criterion"), f"{at}.note")
         if "{cap}" not in rule.note:
             p.append(DomainProblem(path=f"{at}.note", message="must state the cap with {cap}"))

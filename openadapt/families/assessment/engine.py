@@ -1,13 +1,14 @@
 """The assessment engine: grade one document per rubric criterion, with the quote that decides each grade.
 
 Each episode assembles a document from the domain by the seed. Every criterion gets one planted feature (a
-strength or a defect) whose level is the criterion's hidden true level; a criterion's level is set by the
-weakest feature the document shows for it. The tiers turn the profile's knobs, never the tier number:
+strength or a defect) whose level is the criterion's hidden true level. The rubric's rule, which every planted
+combination respects: a criterion gets the level of the best strength the document shows for it, capped by the
+worst defect it shows. The tiers turn the profile's knobs, never the tier number:
 
 - noise: lines come through OCR-garbled; drop: graded sections go missing from the copy (the original must be
   requested, and may turn out never to have been submitted, which sets the criterion's `absent_level`);
-- distractors: passages that share a defect's cue words but are acceptable (lookalikes), and strengths above the
-  true level that do not rescue the grade;
+- distractors: passages that share a defect's cue words but are acceptable (lookalikes), and strengths that do
+  not move the grade (above a deciding defect, or below a deciding strength);
 - hidden_constraints: one department rule is in force per episode, stated only in the grading guide; when its
   trigger passage is in the document it caps a criterion, and another rule's trigger may sit there as a decoy.
 
@@ -25,14 +26,14 @@ from typing import Any, ClassVar
 from openadapt.families.assessment.domain import AssessmentDomain, Feature, Rule
 from openadapt.families.assessment.models import MAX_QUOTES
 from openadapt.families.assessment.ocr import ocr_corrupt, quotes_line, squash
-from openadapt.families.domain import fill
+from openadapt.families.domain import fill, iter_texts
 from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
 from openadapt.kit.text import is_stuffed
 
 CONSTRAINT_RATE = 0.6  # hidden-constraint episodes whose rule in force binds (its trigger is in the document)
 DECOY_RATE = 0.5  # hidden-constraint episodes that also carry the trigger of a rule that is not in force
 ABSENT_RATE = 0.4  # missing sections that turn out never to have been submitted
-OCR_RATE = 0.15  # per confusable character, in a line the noise knob garbles
+OCR_ERRORS_PER_NOISE = 8  # misread characters in a garbled line: 1 + noise x this (3 at 0.3, 4 at 0.4)
 OFF_BY_ONE = 0.3  # accuracy credit for a grade one level off
 MIN_QUOTE_CHARS = 20
 FEEDBACK_WORDS = (6, 150)
@@ -66,6 +67,7 @@ class Case:
     """The privileged truth of one episode (what the oracle reads; never served)."""
 
     header: str
+    reference: str
     lines: dict[str, list[Placed]]  # section id -> its lines as they read when present
     missing: dict[str, bool]  # sections missing from the copy -> True when never submitted
     truth: dict[str, Truth]
@@ -125,6 +127,7 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
                 "criteria": [c.id for c in d.criteria],
                 "graded": d.graded_sections(),
                 "stuffing": tuple(dict.fromkeys(t.lower() for t in [*labels, *ids])),
+                "showable": "\n".join(text for path, text in iter_texts(d) if not path.endswith(".label")).lower(),
                 "top": len(d.scale),
             }
         return cls._indexed
@@ -132,6 +135,7 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:
         d, ix, p = self.domain, self._index(), self.perturb
+        reference = f"#{rng.randint(100_000, 999_999)}"
         values = {slot.name: rng.choice(slot.values) for slot in d.slots}
 
         def text(template: str) -> str:
@@ -160,24 +164,25 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
             f = picks[c.id]
             lines[c.section].append(Placed(text(rng.choice(f.snippets)), "feature", c.id, f.id))
         if tier.distractors:
+            # A third of the distractors (rounded) are lookalikes, the rest strengths that leave the level alone.
+            lookalikes = (tier.distractors + 1) // 3
             pool = [(c, lk) for c in d.criteria for lk in c.lookalikes]
-            for c, lk in rng.sample(pool, min(tier.distractors, len(pool))):
+            for c, lk in rng.sample(pool, min(lookalikes, len(pool))):
                 lines[c.section].append(Placed(text(rng.choice(lk.snippets)), "lookalike", c.id, lk.resembles))
-            stronger = [c for c in d.criteria if any(f.level > picks[c.id].level for f in c.features)]
-            for c in rng.sample(stronger, min(len(stronger), tier.distractors // 2 + 1)):
-                above = [f for f in c.features if f.level > picks[c.id].level]
-                strengths = [f for f in above if f.kind == "strength"] or above
-                f = rng.choice(strengths)
-                lines[c.section].append(Placed(text(rng.choice(f.snippets)), "extra", c.id, f.id))
+            for c in rng.sample(d.criteria, min(len(d.criteria), tier.distractors - lookalikes)):
+                extra = self._extra_strength(c, picks[c.id], rng)
+                if extra is not None:
+                    lines[c.section].append(Placed(text(rng.choice(extra.snippets)), "extra", c.id, extra.id))
         if binding:
             lines[rule.section].append(Placed(text(rng.choice(rule.triggers)), "trigger", rule.criterion, rule.id))
         if decoy is not None:
             lines[decoy.section].append(Placed(text(rng.choice(decoy.triggers)), "decoy", decoy.criterion, decoy.id))
+        errors = 1 + int(tier.noise * OCR_ERRORS_PER_NOISE)
         for items in lines.values():
             rng.shuffle(items)
             for item in items:
                 if p.chance(tier.noise):
-                    item.text = ocr_corrupt(item.text, rng, OCR_RATE)
+                    item.text = ocr_corrupt(item.text, rng, errors)
 
         rule_note = None
         if rule is not None:
@@ -189,7 +194,7 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
         needed = d.needed_sections(rule)
         hidden = bool(tier.hidden_constraints)
         self._case = Case(
-            header=text(d.header), lines=lines, missing=missing,
+            header=text(d.header), reference=reference, lines=lines, missing=missing,
             truth=self._truth(lines, missing, picks, rule if binding else None, rule_note),
             rule=rule, rule_note=rule_note, decoy=decoy, needed=needed, guide=guide, hidden=hidden,
             min_steps=len(needed) + len(missing) + hidden + 1,
@@ -198,7 +203,7 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
         self._read: dict[str, list[str]] = {}
         self._requested: set[str] = set()
         self._guide: list[str] = []
-        self._shown: list[str] = [self._case.header, *ix["contents"]]
+        self._shown: list[str] = [self._case.header, reference, *ix["contents"]]
 
     def _draw_levels(self, rng: random.Random, binding: Rule | None) -> dict[str, Feature]:
         """The deciding feature of every criterion: a level drawn uniformly from those its features reach (above
@@ -214,6 +219,16 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
             if len({f.level for f in picks.values()}) > 1:
                 break
         return picks
+
+    @staticmethod
+    def _extra_strength(c: Any, pick: Feature, rng: random.Random) -> Feature | None:
+        """A strength that leaves the criterion's level where it is: above a deciding defect (a strength never
+        makes up for a defect), or below a deciding strength (the best strength shown counts)."""
+        if pick.kind == "defect":
+            options = [f for f in c.features if f.kind == "strength" and f.level > pick.level]
+        else:
+            options = [f for f in c.features if f.kind == "strength" and f.level < pick.level]
+        return rng.choice(options) if options else None
 
     def _truth(self, lines: dict[str, list[Placed]], missing: dict[str, bool], picks: dict[str, Feature],
                binding: Rule | None, rule_note: str | None) -> dict[str, Truth]:
@@ -358,6 +373,7 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
         ix = self._index()
         return {
             "document": self._case.header,
+            "reference": self._case.reference,
             "contents": list(ix["contents"]),
             "criteria": list(ix["criteria"]),
             "sections": {k: list(v) for k, v in self._read.items()},
@@ -368,7 +384,9 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
         return self._case
 
     def secret_values(self) -> list[str]:
-        """The deciding lines and the rule in force: none may show before the agent reads for them."""
-        case = self._case
-        secrets = [line for t in case.truth.values() for line in t.evidence]
-        return [*secrets, case.rule_note] if case.rule_note else secrets
+        """The grader's names of the features planted in this document: the engine never annotates a passage
+        with what it exhibits (that would give each criterion's level away). Labels that the domain's own texts
+        happen to contain are left out, since the document may show them as text."""
+        shown = self._index()["showable"]
+        return [t.feature.label for t in self._case.truth.values()
+                if t.feature is not None and t.feature.label.lower() not in shown]

@@ -48,6 +48,7 @@ class AssessmentObservation(AgentObservation):
     """The grader's desk: the document's header and contents, what has been read, and the guide if consulted."""
 
     document: str = Field(default="", description="the document's title line")
+    reference: str = Field(default="", description="the document's reference number in the grading queue")
     contents: list[str] = Field(default_factory=list, description="the document's sections: 'id: title'")
     criteria: list[str] = Field(default_factory=list, description="the rubric criteria to grade, by id")
     sections: dict[str, list[str]] = Field(default_factory=dict, description="the text of each section read so far")

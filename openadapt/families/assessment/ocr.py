@@ -16,24 +16,27 @@ CHAR_CONFUSIONS = {
 }
 
 
-def ocr_corrupt(text: str, rng: random.Random, rate: float = 0.15) -> str:
-    """`text` as a poor scan reads it: each confusable character (or pair) is misread with probability `rate`,
-    and now and then a space is lost. Draws only from `rng`."""
+def ocr_corrupt(text: str, rng: random.Random, errors: int = 3) -> str:
+    """`text` as a poor scan reads it: `errors` confusable characters (or pairs) misread, and sometimes a space
+    lost. Positions are drawn from `rng` only."""
+    spots = [i for i in range(len(text)) if text[i] in CHAR_CONFUSIONS or text[i:i + 2] in PAIR_CONFUSIONS
+             or text[i] == " "]
+    if not spots:
+        return text
+    chosen = set(rng.sample(spots, min(errors, len(spots))))
     out: list[str] = []
     i = 0
     while i < len(text):
-        pair = text[i:i + 2]
-        if pair in PAIR_CONFUSIONS and rng.random() < rate:
-            out.append(PAIR_CONFUSIONS[pair])
-            i += 2
-            continue
-        ch = text[i]
-        if ch in CHAR_CONFUSIONS and rng.random() < rate:
-            out.append(CHAR_CONFUSIONS[ch])
-        elif ch == " " and rng.random() < rate / 5:
-            pass
+        if i in chosen:
+            pair = text[i:i + 2]
+            if pair in PAIR_CONFUSIONS:
+                out.append(PAIR_CONFUSIONS[pair])
+                i += 2
+                continue
+            if text[i] != " ":  # a chosen space is simply lost
+                out.append(CHAR_CONFUSIONS[text[i]])
         else:
-            out.append(ch)
+            out.append(text[i])
         i += 1
     return "".join(out)
 

@@ -52,16 +52,15 @@ class AssessmentOracle(Policy):
 
 class CueHeuristic(Policy):
     """What a hurried grader does: read each graded section once (never asking for a missing one, never opening
-    the grading guide), look for every feature's cue words, and give each criterion the level of the weakest
-    feature whose cue it finds (the top level when none), quoting the line the cue was found in. A missing
-    section is taken as never submitted."""
+    the grading guide), look for every feature's cue words, and give each criterion the level of the best
+    strength whose cue it finds, capped by the worst such defect (the top level when it finds none), quoting the
+    line the deciding cue was found in. A missing section is taken as never submitted."""
 
     name = "heuristic"
 
     def act(self, observation: Any) -> Any:
         d, make = self.env.domain, self.env.action_type
-        graded = d.graded_sections()
-        unread = [s for s in graded if s not in observation.sections]
+        unread = [s for s in d.graded_sections() if s not in observation.sections]
         if unread and observation.steps_remaining > 1:
             return make(tool=d.tools.read, section=unread[0])
         titles = {s.id: s.title for s in d.sections}
@@ -72,13 +71,19 @@ class CueHeuristic(Policy):
             if lines == [notice]:
                 level, quote, why = c.absent_level, notice, "the section is missing"
             else:
-                found = [(f.level, line, cue) for f in c.features for line in lines for cue in f.cues
-                         if cue.lower() in line.lower()]
-                if found:
-                    level, quote, cue = min(found, key=lambda item: item[0])
-                    why = f"the section says '{cue}'"
-                else:
-                    level, quote, why = len(d.scale), (lines[0] if lines else ""), "nothing in it is marked down"
+                level, quote, why = self._grade(c, lines, len(d.scale))
             grades.append({"criterion": c.id, "level": level, "evidence": [quote] if quote else [],
                            "feedback": f"{c.name}: level {level} because {why}."})
         return make(tool=d.tools.submit, grades=grades)
+
+    @staticmethod
+    def _grade(criterion: Any, lines: list[str], top: int) -> tuple[int, str, str]:
+        found = [(f, line, cue) for f in criterion.features for line in lines for cue in f.cues
+                 if cue.lower() in line.lower()]
+        best = max((x for x in found if x[0].kind == "strength"), key=lambda x: x[0].level, default=None)
+        worst = min((x for x in found if x[0].kind == "defect"), key=lambda x: x[0].level, default=None)
+        decider = worst if worst and (best is None or worst[0].level < best[0].level) else best
+        if decider is None:
+            return top, (lines[0] if lines else ""), "nothing in it is marked down"
+        feature, line, cue = decider
+        return feature.level, line, f"the section says '{cue}'"

@@ -115,7 +115,10 @@ class DiagnosisDomain(Domain):
         "deep (A depends on B depends on C) so that a fault can sit two hops below the alerting component."))
     faults: list[Fault] = Field(min_length=5, max_length=20, description=(
         "The faults this world knows, each with its own evidence, readings, runbook advice and constraint."))
-    tools: ToolNames = Field(default_factory=ToolNames)
+    tools: ToolNames = Field(default_factory=ToolNames, description=(
+        "What the five actions are called in this world, e.g. {'logs': 'read_sensor_log', 'metrics': "
+        "'read_gauges', 'dependencies': 'check_supply_line', 'notes': 'read_maintenance_notes', 'diagnose': "
+        "'file_repair_order'}; each keeps its role."))
     alert: str = Field(min_length=10, max_length=200, description=(
         "The page that opens an episode; must contain {component} (the alerting one) and may use {rate} (a "
         "percentage) and {latency} (a duration in ms), e.g. '[P2] {component}: flow {rate}% below target'."))
@@ -132,7 +135,8 @@ class DiagnosisDomain(Domain):
         "e.g. 'INFO {component} strainer cleaned on schedule'. Use {component}."))
     victim_metrics: list[Metric] = Field(min_length=2, max_length=2, description=(
         "Two readings that degrade on every component downstream of a fault (e.g. error rate, latency)."))
-    dependency_status: DependencyStatus = Field(default_factory=DependencyStatus)
+    dependency_status: DependencyStatus = Field(default_factory=DependencyStatus, description=(
+        "How the dependency-health tool words a dependency's state in this world."))
 
     # ---- semantic checks ---------------------------------------------------------------------------------
     def family_problems(self) -> list[DomainProblem]:

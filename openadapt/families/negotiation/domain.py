@@ -108,8 +108,9 @@ class Persona(_Item):
 
 
 class Messages(_Item):
-    """The counterpart's replies. Placeholders: {counterpart} (its name), {offer} (its terms as a sentence),
-    {subject} (what is being negotiated), and the ones each field names."""
+    """The counterpart's replies. Placeholders: {counterpart} (its name), {offer} (its terms as a list of the
+    issues' phrases: 'a unit price of 12.40 EUR, delivery within 21 days and payment 60 days net'), {subject}
+    (what is being negotiated), and the ones each field names."""
 
     opening: list[str] = Field(min_length=2, max_length=6, description=(
         "Its first message, with its list terms; must contain {offer}; may use {subject}, e.g. 'Thank you for "
@@ -175,7 +176,8 @@ class NegotiationDomain(Domain):
         "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
         "data engineer role'."))
     counterpart_role: str = Field(min_length=3, max_length=100, description=(
-        "Who sits across, e.g. 'key-account manager at the supplier', 'the hiring manager'."))
+        "Who sits across, with its article, e.g. 'the key-account manager at the supplier', 'the hiring "
+        "manager'."))
     medium: str = Field(default="email", min_length=3, max_length=30, description=(
         "How the two sides talk, e.g. 'email', 'phone', 'the carrier's booking chat'."))
     counterparts: list[str] = Field(min_length=2, max_length=12, description=(
@@ -319,6 +321,19 @@ class NegotiationDomain(Domain):
             strict = issue.limit[0] if issue.agent_prefers == "low" else issue.limit[1]
             value += persona.weights[issue.id] / total * (1.0 - agent_value(issue, strict))
         return value
+
+
+def decimals(step: float) -> int:
+    """How many decimals a value on a grid of `step` needs (0.05 -> 2, 0.5 -> 1, 1 or 500 -> 0)."""
+    text = f"{step:.6f}".rstrip("0").rstrip(".")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def issue_line(issue: Issue) -> str:
+    """One line describing an issue to the agent: id, label, range, grid and the direction it wants."""
+    d = decimals(issue.step)
+    return (f"{issue.id}: {issue.label}, {issue.low:.{d}f} to {issue.high:.{d}f} in steps of {issue.step:.{d}f}; "
+            f"you want it {issue.agent_prefers}")
 
 
 def agent_value(issue: Issue, x: float) -> float:

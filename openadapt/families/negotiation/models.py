@@ -16,7 +16,7 @@ class NegotiationAction(AgentAction):
 
     move: str | None = Field(default=None, description="what to do")
     question: str | None = Field(default=None, description="ask: which question")
-    message: str = Field(default="", max_length=1000, description="the text of your message (shown in the thread)")
+    message: str = Field(default="", max_length=4000, description="the text of your message (shown in the thread)")
 
 
 class NegotiationObservation(AgentObservation):
@@ -24,6 +24,10 @@ class NegotiationObservation(AgentObservation):
 
     briefing: list[str] = Field(default_factory=list, description="your side's brief: priorities, limits, targets")
     issues: list[str] = Field(default_factory=list, description="the terms under negotiation: ranges, grid, units")
+    priorities: dict[str, int] = Field(default_factory=dict, description="your side's weight of each term, percent")
+    limits: dict[str, float] = Field(default_factory=dict, description="your walk-away limit on each term")
+    targets: dict[str, float | None] = Field(default_factory=dict, description="your target on each term (null: "
+                                             "none was set)")
     thread: list[str] = Field(default_factory=list, description="every message so far, oldest first")
     their_offer: dict[str, float | None] = Field(default_factory=dict, description=(
         "the counterpart's standing offer as its last message states it; null: not restated (its opening "

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
     bad_placeholders,
     duplicates,
-    placeholders,
     too_few,
 )
 
@@ -35,17 +34,21 @@ MIN_HIDDEN_KINDS = 2  # ECI 5 plants two hidden constraints: they should not alw
 HIDDEN_KINDS = ("soft_delete", "unit", "split")
 
 # Words SQLite reserves: an identifier spelled like one breaks every unquoted query that names it.
-SQL_KEYWORDS = frozenset("""
-abort action add after all alter analyze and as asc attach autoincrement before begin between by cascade case
-cast check collate column commit conflict constraint create cross current current_date current_time
-current_timestamp database default deferrable deferred delete desc detach distinct do drop each else end
-escape except exclusive exists explain fail filter first following for foreign from full glob group groups
-having if ignore immediate in index indexed initially inner insert instead intersect into is isnull join key
-last left like limit match natural no not nothing notnull null nulls of offset on or order others outer over
-partition plan pragma preceding primary query raise range recursive references regexp reindex release rename
-replace restrict right rollback row rows savepoint select set table temp temporary then ties to transaction
-trigger unbounded union unique update using vacuum values view virtual when where window with without
-""".split())
+SQL_KEYWORDS = frozenset({
+    "abort", "action", "add", "after", "all", "alter", "analyze", "and", "as", "asc", "attach", "autoincrement",
+    "before", "begin", "between", "by", "cascade", "case", "cast", "check", "collate", "column", "commit",
+    "conflict", "constraint", "create", "cross", "current", "current_date", "current_time", "current_timestamp",
+    "database", "default", "deferrable", "deferred", "delete", "desc", "detach", "distinct", "do", "drop", "each",
+    "else", "end", "escape", "except", "exclusive", "exists", "explain", "fail", "filter", "first", "following",
+    "for", "foreign", "from", "full", "glob", "group", "groups", "having", "if", "ignore", "immediate", "in",
+    "index", "indexed", "initially", "inner", "insert", "instead", "intersect", "into", "is", "isnull", "join",
+    "key", "last", "left", "like", "limit", "match", "natural", "no", "not", "nothing", "notnull", "null", "nulls",
+    "of", "offset", "on", "or", "order", "others", "outer", "over", "partition", "plan", "pragma", "preceding",
+    "primary", "query", "raise", "range", "recursive", "references", "regexp", "reindex", "release", "rename",
+    "replace", "restrict", "right", "rollback", "row", "rows", "savepoint", "select", "set", "table", "temp",
+    "temporary", "then", "ties", "to", "transaction", "trigger", "unbounded", "union", "unique", "update", "using",
+    "vacuum", "values", "view", "virtual", "when", "where", "window", "with", "without"
+})
 
 _Ident = dict(min_length=2, max_length=40, pattern=IDENT)
 
@@ -125,6 +128,19 @@ class Column(_Item):
         "Optional, non-key columns: a decoy column with a plausible name that must not be used (a distractor)."))
 
 
+    @model_serializer(mode="wrap")
+    def _only_its_generator(self, handler: Any) -> dict[str, Any]:
+        """Written out without the generator fields of other kinds (a choice column has no date range)."""
+        data = handler(self)
+        keep = KIND_FIELDS.get(self.kind, ())
+        return {k: v for k, v in data.items() if k not in GENERATOR_FIELDS or k in keep}
+
+
+KIND_FIELDS = {"key": (), "ref": ("ref",), "choice": ("choices", "weights", "unique"),
+               "number": ("low", "high", "decimals"), "date": ("start", "end"), "code": ("pattern",)}
+GENERATOR_FIELDS = frozenset(f for fields in KIND_FIELDS.values() for f in fields)
+
+
 class SoftDelete(_Item):
     """Rows kept but marked deleted, to be excluded by every query (a hidden constraint on ECI 4-5)."""
 
@@ -182,11 +198,12 @@ class Table(_Item):
 
 class Slot(_Item):
     name: str = Field(**_Ident, description="Placeholder name used as {name} in the question and its SQL.")
-    column: str | None = Field(default=None, max_length=81, description=(
-        "'table.column' whose values (in this episode's data) fill the slot, e.g. 'customers.region'; "
-        "or leave empty and give `values`."))
-    part: Literal["value", "year", "month"] = Field(default="value", description=(
-        "For a date column: 'month' fills 'YYYY-MM', 'year' fills 'YYYY'; otherwise 'value'."))
+    table: str | None = Field(default=None, max_length=40, description=(
+        "The documented table whose column fills the slot, e.g. 'customers'; or leave empty and give `values`."))
+    column: str | None = Field(default=None, max_length=40, description=(
+        "The column of `table` whose values (in this episode's data) fill the slot, e.g. 'region'."))
+    part: Literal["full", "year", "month"] = Field(default="full", description=(
+        "For a date column: 'month' fills 'YYYY-MM', 'year' fills 'YYYY'; otherwise 'full'."))
     values: list[str] = Field(default_factory=list, max_length=20, description=(
         "Fixed options when no column fits, e.g. ['3', '5'] for a top-N. All-numeric options are put into "
         "the SQL unquoted, others as quoted strings."))
@@ -202,7 +219,8 @@ class Question(_Item):
         "The reference SQLite query over the documented schema, with the same {slot} placeholders (filled as "
         "SQL literals: no quotes around them), e.g. \"SELECT SUM(i.quantity * i.unit_price) FROM order_items i "
         "JOIN products p ON p.id = i.product_id WHERE p.category = {category}\". One SELECT; no '*' columns; "
-        "at most 3 tables; a tie-breaker in every ORDER BY ... LIMIT."))
+        "at most 3 tables; a tie-breaker in every ORDER BY ... LIMIT; no ROUND (results are compared to 4 "
+        "decimals)."))
     slots: list[Slot] = Field(default_factory=list, max_length=4, description="The placeholders and their values.")
     ordered: bool = Field(default=False, description=(
         "True when the question asks for an order (top N, ranked lists): the row order is then compared."))
@@ -237,13 +255,10 @@ class QueryingDomain(Domain):
             p += self._question_text_problems(i, q)
         if p:
             return p  # the SQL checks below need a structurally sound schema
-        from openadapt.families.querying.database import question_problems
+        from openadapt.families.querying.database import sql_problems
 
-        reads: dict[str, dict[str, list[str]]] = {}
-        for i, q in enumerate(self.questions):
-            found, read = question_problems(self, q, f"domain.questions[{i}]")
-            p += found
-            reads[q.id] = read
+        found, reads = sql_problems(self)
+        p += found
         if p:
             return p
         p += self._coverage_problems(reads)
@@ -393,8 +408,11 @@ class QueryingDomain(Domain):
                     claim(columns, c.decoy.name, f"{at}.columns[{j}].decoy.name")
             if t.soft_delete is not None:
                 claim(columns, t.soft_delete.column, f"{at}.soft_delete.column")
-            if t.split is not None:
-                claim(columns, t.split.key, f"{at}.split.key")
+            if t.split is not None:  # the side table holds the key and the moved columns, under any of their names
+                moved = [c for c in t.columns if c.name in t.split.columns]
+                side = {name: "a moved column" for c in moved for name in (
+                    c.name, *c.renames, *([c.unit.name] if c.unit else []), *([c.decoy.name] if c.decoy else []))}
+                claim(side, t.split.key, f"{at}.split.key")
         return p
 
     def _cycle_problems(self) -> list[DomainProblem]:
@@ -428,20 +446,21 @@ class QueryingDomain(Domain):
                 if "{" + slot.name + "}" not in text:
                     p.append(DomainProblem(path=f"{at}.{field}", message=f"does not use slot {{{slot.name}}}"))
             sat = f"{at}.slots[{j}]"
-            if (slot.column is None) == (not slot.values):
-                p.append(DomainProblem(path=sat, message="give either a column ('table.column') or fixed values"))
+            if (slot.table is None) != (slot.column is None) or (slot.column is None) == (not slot.values):
+                p.append(DomainProblem(path=sat, message="give either a table and its column, or fixed values"))
                 continue
             if slot.column is not None:
-                table, _, column = slot.column.partition(".")
+                table, column = slot.table, slot.column
                 if table not in {t.name for t in self.tables}:
-                    p.append(DomainProblem(path=f"{sat}.column", message=f"{table!r} is not a defined table"))
+                    p.append(DomainProblem(path=f"{sat}.table", message=(
+                        f"{table!r} is not a defined table (defined: {', '.join(t.name for t in self.tables)})")))
                     continue
                 col = next((c for c in self.table(table).columns if c.name == column), None)
                 if col is None:
                     p.append(DomainProblem(path=f"{sat}.column", message=f"{column!r} is not a column of {table}"))
-                elif slot.part != "value" and col.type != "date":
+                elif slot.part != "full" and col.type != "date":
                     p.append(DomainProblem(path=f"{sat}.part", message=f"'{slot.part}' needs a date column"))
-            elif slot.part != "value":
+            elif slot.part != "full":
                 p.append(DomainProblem(path=f"{sat}.part", message="only column slots take a date part"))
         if re.search(r"\bwith\s+recursive\b", q.sql, re.IGNORECASE):
             p.append(DomainProblem(path=f"{at}.sql", message="recursive queries are not allowed"))
@@ -469,10 +488,10 @@ class QueryingDomain(Domain):
             f"{t.name}.{c.name}" for t in self.tables for c in t.columns if c.decoy]
         p += too_few(candidates, MIN_DISTRACTORS, "domain.tables",
                      "distractor candidates (stale copies + decoy columns) in all, since ECI 3 plants three")
-        kinds = [k for k, present in (
-            ("soft_delete", any(t.soft_delete for t in self.tables)),
-            ("unit", any(c.unit for t in self.tables for c in t.columns)),
-            ("split", any(t.split for t in self.tables))) if present]
+        present = {"soft_delete": any(t.soft_delete for t in self.tables),
+                   "unit": any(c.unit for t in self.tables for c in t.columns),
+                   "split": any(t.split for t in self.tables)}
+        kinds = [kind for kind in HIDDEN_KINDS if present[kind]]
         p += too_few(kinds, MIN_HIDDEN_KINDS, "domain.tables",
                      "kinds of hidden constraint among soft_delete, unit and split, so that ECI 4-5 do not always "
                      "hide the same trick")
@@ -517,5 +536,3 @@ def drift_options(domain: QueryingDomain, read: dict[str, list[str]]) -> dict[st
     return {"renames": renames, "distractors": distractors, "hidden": hidden}
 
 
-def slot_names(question: Question) -> set[str]:
-    return placeholders(question.text)

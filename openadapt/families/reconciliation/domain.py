@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from collections.abc import Iterable
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 from openadapt.families.domain import (
     Domain,
@@ -40,7 +41,10 @@ MAX_LAG_DAYS = 5
 LATE_DAYS = 3  # a `late` omission is dated in the last LATE_DAYS days of the period
 MIN_MARGIN = 0.005  # planted variances sit at least this far (relative) from every tolerance boundary
 _ID = r"^[a-z][a-z0-9_]*$"
-_Label = Field(min_length=2, max_length=40, pattern=r"^[^|:\n]+$")
+# Strings inside lists: bounded like every other field (domain files are untrusted data).
+Ref = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=40)]
+Memo = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=200)]
+Alias = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=60)]
 
 
 class _Item(BaseModel):
@@ -61,7 +65,7 @@ class Column(_Item):
 
 
 class Source(_Item):
-    name: str = Field(min_length=2, max_length=30, pattern=_ID, description=(
+    name: str = Field(min_length=2, max_length=24, pattern=_ID, description=(
         "Identifier of the source, as the agent types it, e.g. 'invoice', 'goods_receipt', 'bank_statement'."))
     noun: str = Field(min_length=3, max_length=50, description=(
         "What one record of this source is called, singular, e.g. 'supplier invoice', 'goods receipt note', "
@@ -79,6 +83,9 @@ class Source(_Item):
     date_lag: tuple[int, int] = Field(default=(0, 0), description=(
         f"Days (min, max; 0-{MAX_LAG_DAYS}) after the transaction that this source's record is dated, e.g. "
         "[1, 3] for a bank that clears a payment one to three days after it is booked."))
+    external: bool = Field(default=False, description=(
+        "True when the counterparty or a third party writes these records (a supplier's invoice, the bank's "
+        "statement): on noisy tiers they name parties by their aliases, not by your master-data name."))
     ocr: bool = Field(default=False, description=(
         "True when this source's records are read from scanned paper or PDF (invoices, delivery notes): on "
         "noisy tiers their figures carry OCR misreads such as 'S' for '5'."))
@@ -86,10 +93,13 @@ class Source(_Item):
         "True when one transaction can legitimately show up as two records of this source that add up to the "
         "whole (a delivery in two parts, a card settlement in two batches). Adversarial tiers plant such "
         "splits as records that look wrong but match."))
+    split_items: list[Ref] = Field(default_factory=list, max_length=12, description=(
+        "Ids of the items whose transactions can be split in this source (empty: any), e.g. only "
+        "['card_settlement'] on a bank statement."))
     split_memo: str = Field(default="", max_length=160, description=(
         "Memo of each part of a split record (required when splittable), e.g. 'Partial delivery {part} of "
         "{parts} against {reference}'. Placeholders: {part}, {parts}, {reference}."))
-    memos: list[str] = Field(min_length=1, max_length=6, description=(
+    memos: list[Memo] = Field(min_length=1, max_length=6, description=(
         "Routine memos a record of this source carries, shown when it is opened, e.g. 'Received at dock 3 by "
         "the night shift; packaging intact'. They never signal a discrepancy. Placeholders: {party}, {item}, "
         "{reference}, {date}."))
@@ -114,18 +124,21 @@ class Party(_Item):
         "Identifier of the counterparty, as the agent types it to read its terms, e.g. 'nordic_steel'."))
     name: str = Field(min_length=2, max_length=60, pattern=r"^[^|:\n]+$", description=(
         "The party's name as records show it, e.g. 'Nordic Steel AB', 'Harbour Bank plc'."))
-    aliases: list[str] = Field(default_factory=list, max_length=4, description=(
+    aliases: list[Alias] = Field(default_factory=list, max_length=4, description=(
         "Other spellings the sources use for this party (truncated bank descriptions, abbreviations), e.g. "
         "'NORDIC STL AB', 'Nordic Steel'. Each shares a word with the name. Shown instead of the name on noisy "
         "tiers."))
-    items: list[str] = Field(default_factory=list, max_length=20, description=(
-        "Names of the items this party trades (empty: any item), e.g. a steel mill sells steel, not toner."))
+    items: list[Ref] = Field(default_factory=list, max_length=20, description=(
+        "Ids of the items this party trades (empty: any item), e.g. a steel mill sells steel, not toner: "
+        "['steel_plate_10', 'steel_bar_40']."))
     terms: str = Field(min_length=20, max_length=300, description=(
         "The routine terms on file for this party, shown when the agent reads them, e.g. 'Net 30 days; "
         "deliveries DAP Gothenburg; account manager Eva Lind'. Never a discrepancy rule."))
 
 
 class ItemSpec(_Item):
+    id: str = Field(min_length=2, max_length=24, pattern=_ID, description=(
+        "Short identifier other fields use to refer to this item, e.g. 'steel_plate_10', 'customer_cheque'."))
     name: str = Field(min_length=2, max_length=60, pattern=r"^[^|:\n]+$", description=(
         "What is transacted, as records show it, e.g. 'Hot-rolled steel plate 10 mm', 'Supplier payment by "
         "cheque', 'Monthly account fee'."))
@@ -152,7 +165,7 @@ class ItemSpec(_Item):
 
 
 class Resolution(_Item):
-    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+    id: str = Field(min_length=3, max_length=24, pattern=_ID, description=(
         "Identifier of the action that settles a discrepancy, e.g. 'request_credit_note', 'post_bank_charge'."))
     description: str = Field(min_length=10, max_length=200, description=(
         "What the resolution does, for the agent's manual, e.g. 'ask the supplier for a credit note for the "
@@ -160,7 +173,7 @@ class Resolution(_Item):
 
 
 class Discrepancy(_Item):
-    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+    id: str = Field(min_length=3, max_length=24, pattern=_ID, description=(
         "The classification label the agent flags, e.g. 'price_variance', 'short_delivery', "
         "'outstanding_cheque'."))
     description: str = Field(min_length=15, max_length=240, description=(
@@ -183,14 +196,13 @@ class Discrepancy(_Item):
     tolerance: float = Field(default=0.0, ge=0.0, le=0.2, description=(
         "shift: relative variance accepted without action (0.02 = 2%); a variance at or below it is not a "
         "discrepancy. Adversarial tiers plant such near misses."))
-    missing_from: list[str] = Field(default_factory=list, max_length=2, description=(
+    missing_from: list[Ref] = Field(default_factory=list, max_length=2, description=(
         "omit: the sources the transaction is missing from, e.g. ['goods_receipt']."))
     late: bool = Field(default=False, description=(
         f"omit: True for a timing difference: the transaction is dated in the last {LATE_DAYS} days of the "
         "period, so the sources that record it later (a larger date_lag) have not caught up yet."))
-    items: list[str] = Field(default_factory=list, max_length=12, description=(
-        "Names of the items it can strike (empty: any), e.g. only 'Supplier payment by cheque' for an "
-        "outstanding cheque."))
+    items: list[Ref] = Field(default_factory=list, max_length=12, description=(
+        "Ids of the items it can strike (empty: any), e.g. only ['supplier_cheque'] for an outstanding cheque."))
     flag: str = Field(min_length=2, max_length=30, description=(
         "The source whose record the agent flags, e.g. 'invoice' (the document to act on); for omit, a source "
         "that still holds the transaction."))
@@ -283,18 +295,28 @@ class ReconciliationDomain(Domain):
         return next((d for d in self.discrepancies if d.id == ident), None)
 
     def traded_pairs(self) -> list[tuple[str, str]]:
-        """Every (party id, item name) a transaction can have."""
-        names = [i.name for i in self.items]
-        return [(p.id, item) for p in self.parties for item in (p.items or names) if item in names]
+        """Every (party id, item id) a transaction can have."""
+        ids = [i.id for i in self.items]
+        return [(p.id, item) for p in self.parties for item in (p.items or ids) if item in ids]
+
+    def item(self, ident: str) -> ItemSpec | None:
+        return next((i for i in self.items if i.id == ident), None)
 
     def eligible_pairs(self, d: Discrepancy) -> list[tuple[str, str]]:
         return [pair for pair in self.traded_pairs() if not d.items or pair[1] in d.items]
+
+    def opens(self, source: str) -> bool:
+        """Whether a record of `source` whose listed amount disagrees must be opened to classify it: some shift
+        planted there changes a detail column."""
+        src = self.source(source)
+        return any(d.mechanism == "shift" and d.source == source and src.role(d.role) is not None
+                   and src.role(d.role).detail for d in self.discrepancies)
 
     def distractor_kinds(self) -> list[str]:
         """What adversarial tiers can plant in this domain: near misses within a shift's tolerance, splits of a
         splittable source, and look-alike repeats of a duplicate type's source."""
         kinds = []
-        if any(d.mechanism == "shift" and d.tolerance > 0 for d in self.discrepancies):
+        if any(d.mechanism == "shift" and d.tolerance >= 2 * MIN_MARGIN for d in self.discrepancies):
             kinds.append("near_miss")
         if any(s.splittable for s in self.sources):
             kinds.append("split")
@@ -309,6 +331,7 @@ class ReconciliationDomain(Domain):
         p += duplicates(self.sources, "id_prefix", "domain.sources")
         p += duplicates(self.parties, "id", "domain.parties")
         p += duplicates(self.parties, "name", "domain.parties")
+        p += duplicates(self.items, "id", "domain.items")
         p += duplicates(self.items, "name", "domain.items")
         p += duplicates(self.resolutions, "id", "domain.resolutions")
         p += duplicates(self.discrepancies, "id", "domain.discrepancies")
@@ -358,6 +381,7 @@ class ReconciliationDomain(Domain):
                     p.append(DomainProblem(path=f"{at}.splittable", message="a split must show in a listed "
                                            "amount or quantity column"))
             p += bad_placeholders(s.split_memo, ("part", "parts", "reference"), f"{at}.split_memo")
+            p += unknown_refs(s.split_items, [i.id for i in self.items], f"{at}.split_items", "item id")
             for j, memo in enumerate(s.memos):
                 p += bad_placeholders(memo, ("party", "item", "reference", "date"), f"{at}.memos[{j}]")
         if len(self.sources) >= 2 and not any(s.role("party") for s in self.sources):
@@ -366,14 +390,14 @@ class ReconciliationDomain(Domain):
 
     def _party_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
-        names = [i.name for i in self.items]
+        ids = [i.id for i in self.items]
         everyone = {party.name.lower() for party in self.parties}
         for i, party in enumerate(self.parties):
             at = f"domain.parties[{i}]"
-            p += unknown_refs(party.items, names, f"{at}.items", "item (domain.items[].name)")
-            words = set(_words(party.name))
+            p += unknown_refs(party.items, ids, f"{at}.items", "item id")
+            words = _words(party.name)
             for j, alias in enumerate(party.aliases):
-                if not words & set(_words(alias)):
+                if not any(_same_word(a, w) for a in _words(alias) for w in words):
                     p.append(DomainProblem(path=f"{at}.aliases[{j}]", message=f"{alias!r} shares no word with "
                                            f"{party.name!r}: an alias must be recognisable"))
                 if alias.lower() in everyone or "|" in alias or ":" in alias:
@@ -385,17 +409,17 @@ class ReconciliationDomain(Domain):
         p: list[DomainProblem] = []
         sources = {s.name: s for s in self.sources}
         resolutions = [r.id for r in self.resolutions]
-        items = [i.name for i in self.items]
+        items = [i.id for i in self.items]
         for i, d in enumerate(self.discrepancies):
             at = f"domain.discrepancies[{i}]"
-            p += unknown_refs([d.resolution], resolutions, f"{at}.resolution", "resolution")
-            p += unknown_refs(d.items, items, f"{at}.items", "item (domain.items[].name)")
-            p += unknown_refs([d.flag], sources, f"{at}.flag", "source")
+            p += _unknown(d.resolution, resolutions, f"{at}.resolution", "resolution")
+            p += unknown_refs(d.items, items, f"{at}.items", "item id")
+            p += _unknown(d.flag, sources, f"{at}.flag", "source")
             if d.mechanism == "omit":
                 p += unknown_refs(d.missing_from, sources, f"{at}.missing_from", "source")
                 p += self._omit_problems(d, at, sources)
             else:
-                p += unknown_refs([d.source], sources, f"{at}.source", "source")
+                p += _unknown(d.source, sources, f"{at}.source", "source")
                 if d.source in sources:
                     p += self._planted_problems(d, at, sources)
             if d.items and not self.eligible_pairs(d):
@@ -411,9 +435,12 @@ class ReconciliationDomain(Domain):
                     break
         return p
 
-    @staticmethod
-    def _signature(d: Discrepancy) -> tuple:
-        return (d.mechanism, d.source, d.role, d.direction, tuple(sorted(d.missing_from)), d.late, d.flag)
+    def _signature(self, d: Discrepancy) -> tuple:
+        source, direction = d.source, d.direction
+        if d.mechanism == "shift" and len(self.sources) == 2 and source != self.sources[0].name:
+            # With two sources, "B is lower than A" is the same observation as "A is higher than B".
+            source, direction = self.sources[0].name, {"up": "down", "down": "up"}.get(direction, direction)
+        return (d.mechanism, source, d.role, direction, tuple(sorted(d.missing_from)), d.late)
 
     def _omit_problems(self, d: Discrepancy, at: str, sources: dict[str, Source]) -> list[DomainProblem]:
         p: list[DomainProblem] = []
@@ -476,15 +503,12 @@ class ReconciliationDomain(Domain):
             elif low < d.tolerance + 2 * MIN_MARGIN:
                 p.append(DomainProblem(path=f"{at}.change", message=(
                     f"low {low} must exceed the tolerance {d.tolerance} by at least {2 * MIN_MARGIN}")))
-            if role == "quantity" and not any(self._item(it).quantity[1] >= 2 for _, it in self.eligible_pairs(d)):
+            if role == "quantity" and not any(self.item(it).quantity[1] >= 2 for _, it in self.eligible_pairs(d)):
                 p.append(DomainProblem(path=f"{at}.items", message="a quantity shift needs items whose quantity "
                                        "can be 2 or more"))
         elif d.tolerance or d.direction or any(d.change):
             p.append(DomainProblem(path=f"{at}.tolerance", message="only shifts use tolerance, direction and change"))
         return p
-
-    def _item(self, name: str) -> ItemSpec:
-        return next(i for i in self.items if i.name == name)
 
     def _policy_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
@@ -492,13 +516,13 @@ class ReconciliationDomain(Domain):
         resolutions = [r.id for r in self.resolutions]
         for i, rule in enumerate(self.policies):
             at = f"domain.policies[{i}]"
-            p += unknown_refs([rule.applies_to], kinds, f"{at}.applies_to", "discrepancy type")
+            p += _unknown(rule.applies_to, kinds, f"{at}.applies_to", "discrepancy type")
             p += bad_placeholders(rule.note, ("party", "tolerance"), f"{at}.note")
             if "{party}" not in rule.note:
                 p.append(DomainProblem(path=f"{at}.note", message="must name the party with {party}"))
             d = kinds.get(rule.applies_to)
             if rule.resolution:
-                p += unknown_refs([rule.resolution], resolutions, f"{at}.resolution", "resolution")
+                p += _unknown(rule.resolution, resolutions, f"{at}.resolution", "resolution")
                 if d is not None and rule.resolution == d.resolution:
                     p.append(DomainProblem(path=f"{at}.resolution", message="must differ from the usual resolution "
                                            f"of {d.id!r} (the rule makes it wrong)"))
@@ -533,16 +557,38 @@ class ReconciliationDomain(Domain):
         if len(kinds) < 2:
             p.append(DomainProblem(path="domain.discrepancies", message=(
                 f"adversarial tiers (ECI 3+) plant records that look wrong but match; this domain offers "
-                f"{kinds or 'none'}; at least two kinds are needed: a shift with a tolerance > 0 (near misses), a "
-                "splittable source (split records), a duplicate type (look-alike repeats)")))
+                f"{kinds or 'none'}; at least two kinds are needed: a shift with a tolerance of at least 1% (near "
+                "misses), a splittable source (split records), a duplicate type (look-alike repeats)")))
         if len({rule.applies_to for rule in self.policies}) < 2:
             p.append(DomainProblem(path="domain.policies", message=(
                 "the party rules of hidden-constraint tiers (ECI 4+) must change at least two different "
                 "discrepancy types, so that no single type is the one to watch")))
+        if not any(s.external and s.role("party") for s in self.sources):
+            p.append(DomainProblem(path="domain.sources", message=(
+                "noisy tiers (ECI 2+) show parties under aliases on records others write: at least one source with "
+                "a 'party' column needs external: true")))
         if not any(s.ocr for s in self.sources):
             p.append(DomainProblem(path="domain.sources", message=(
                 "noisy tiers (ECI 2+) misread the figures of scanned records: at least one source needs ocr: true")))
         return p
+
+
+def _unknown(value: str, known: Iterable[str], path: str, what: str) -> list[DomainProblem]:
+    """A single reference (not a list) to something the domain does not define."""
+    known = sorted(set(known))
+    if value in known:
+        return []
+    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} (defined: {', '.join(known[:12])})")]
+
+
+def pct(value: float) -> str:
+    """0.02 -> '2%', 0.025 -> '2.5%'."""
+    return f"{value * 100:.1f}".rstrip("0").rstrip(".") + "%"
+
+
+def _same_word(a: str, b: str) -> bool:
+    """'aldhelms' ~ 'aldhelm', 'hotels' ~ 'hotel', 'conf' ~ 'conference': one starts with the other."""
+    return a.startswith(b) or b.startswith(a)
 
 
 def _words(text: str) -> list[str]:

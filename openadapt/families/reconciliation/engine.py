@@ -8,8 +8,8 @@ transpose, omit, duplicate). The tiers turn the `TierProfile` knobs:
   missing (the agent must match by party, item, amount and date);
 - distractors: records that look wrong but are not (variances within tolerance, a transaction split in two
   records that add up, a look-alike repeat with its own reference);
-- hidden_constraints: one party's terms carry a rule (a different resolution, a wider tolerance) that only
-  reading its terms reveals;
+- hidden_constraints: a party's terms carry a rule (a different resolution, a wider tolerance) that only reading
+  its terms reveals (up to `depth` such rules);
 - depth: more discrepancies and a larger batch.
 
 Nothing here knows what the sources, parties or discrepancies are: the domain says.
@@ -34,6 +34,7 @@ from openadapt.families.reconciliation.domain import (
     Policy,
     ReconciliationDomain,
     Source,
+    pct,
 )
 from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
 
@@ -45,7 +46,9 @@ MAX_FINDINGS = 12
 DUPLICATE_GAP = (3, 9)  # days after the original that a duplicate copy is dated
 SPLIT_GAP = (1, 5)
 OCR_MISREADS = {"0": "O", "1": "l", "5": "S", "8": "B", "2": "Z", "6": "b"}
-NUMBER_ROLES = ("quantity", "unit_price", "amount")
+# A shift changes one figure; the record's other figures still agree with the other sources (the amount follows a
+# changed quantity or unit price, so only an amount shift leaves both of them agreeing).
+OTHER_FIGURES = {"quantity": ("unit_price",), "unit_price": ("quantity",), "amount": ("quantity", "unit_price")}
 
 
 @dataclass
@@ -60,6 +63,7 @@ class Txn:
     date: dt.date
     reference: str
     kind: str = "ordinary"  # ordinary | planted | near_miss | split | lookalike | policy
+    clone_of: int | None = None  # a look-alike repeat: the transaction it repeats
 
     @property
     def amount(self) -> float:
@@ -99,6 +103,20 @@ class Plant:
 
 
 @dataclass
+class Rule:
+    """A party-specific rule in force this episode (a hidden constraint)."""
+
+    policy: Policy
+    party: Party
+    txn: Txn | None = None  # tolerance rule: the transaction whose variance it accepts
+    record: str = ""  # tolerance rule: that variance's record
+
+    def text(self) -> str:
+        tolerance = pct(self.policy.tolerance) if self.policy.tolerance else ""
+        return fill(self.policy.note, party=self.party.name, tolerance=tolerance)
+
+
+@dataclass
 class Case:
     """The privileged truth of one episode (what the oracle reads; never served)."""
 
@@ -106,9 +124,7 @@ class Case:
     records: dict[str, Record]
     listing: dict[str, list[str]]  # source -> record ids in listing order
     plants: list[Plant]
-    policy: Policy | None = None
-    policy_party: Party | None = None
-    policy_record: str = ""  # the record whose variance the tolerance rule accepts
+    rules: list[Rule] = field(default_factory=list)
     near_misses: list[str] = field(default_factory=list)
     varied: list[tuple[str, str]] = field(default_factory=list)  # (record, role) of every changed figure
     inspect: list[str] = field(default_factory=list)  # records an honest agent must open
@@ -121,7 +137,7 @@ class Case:
 
     @property
     def constrained(self) -> bool:
-        return self.policy is not None
+        return bool(self.rules)
 
 
 @dataclass
@@ -175,11 +191,15 @@ def rule_lines(domain: ReconciliationDomain) -> list[str]:
     for d in domain.discrepancies:
         facts = []
         if d.mechanism == "shift":
-            label = domain.source(d.source).role(d.role).label
+            source = domain.source(d.source)
             more = "higher" if d.direction == "up" else "lower"
-            facts.append(f"the {nouns[d.source]}'s {label} is {more} than the other sources'")
+            fact = f"the {nouns[d.source]}'s {source.role(d.role).label} is {more} than the other sources'"
+            same = [source.role(r).label for r in OTHER_FIGURES[d.role] if source.role(r) is not None]
+            if same:
+                fact += f" while its {' and '.join(same)} agree with them"
+            facts.append(fact)
             if d.tolerance > 0:
-                facts.append(f"a variance up to {d.tolerance:.1%} is accepted and is not a discrepancy")
+                facts.append(f"a variance up to {pct(d.tolerance)} is accepted and is not a discrepancy")
             else:
                 facts.append("any variance counts")
         elif d.mechanism == "transpose":
@@ -195,7 +215,7 @@ def rule_lines(domain: ReconciliationDomain) -> list[str]:
             facts.append(f"the {nouns[d.source]} appears twice for one transaction (same reference, party and "
                          "amount); the later copy is the duplicate")
         if d.items:
-            facts.append(f"only for: {', '.join(d.items)}")
+            facts.append(f"only for: {', '.join(domain.item(i).name for i in d.items)}")
         lines.append(f"{d.id}: {d.description.rstrip('.')}. Recognise it: {'; '.join(facts)}. Flag the "
                      f"{nouns[d.flag]}{' (the later copy)' if d.mechanism == 'duplicate' else ''}. Usual "
                      f"resolution: {d.resolution}.")
@@ -237,10 +257,15 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
             cls._indexed = {
                 "sources": {s.name: s for s in d.sources},
                 "parties": {p.id: p for p in d.parties},
-                "items": {i.name: i for i in d.items},
+                "items": {i.id: i for i in d.items},
                 "pairs": d.traded_pairs(),
-                "max_lag": max(s.date_lag[1] for s in d.sources),
                 "rules": rule_lines(d),
+                # A transposition must stand clear of every tolerance an amount comparison can apply (a type's, or
+                # a party rule's), so that it never reads as an accepted variance.
+                "amount_tolerance": max([x.tolerance for x in d.discrepancies if x.role == "amount"]
+                                        + [x.tolerance for x in d.policies
+                                           if d.discrepancy(x.applies_to) and d.discrepancy(x.applies_to).role
+                                           == "amount"] or [0.0]),
             }
         return cls._indexed
 
@@ -249,12 +274,12 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         d, ix = self.domain, self._index()
         deeper = int(tier.depth > 0)
         k = rng.randint(1 + deeper, 2 + deeper)
-        policy = rng.choice(d.policies) if tier.hidden_constraints and rng.random() < CONSTRAINT_RATE else None
+        # Hidden-constraint tiers: up to `depth` party rules, each in force with CONSTRAINT_RATE.
+        chances = [rng.random() < CONSTRAINT_RATE for _ in range(max(1, tier.depth) if tier.hidden_constraints else 0)]
+        policies = rng.sample(d.policies, sum(chances))
+        targets = [d.discrepancy(ident) for ident in dict.fromkeys(x.applies_to for x in policies if x.resolution)]
         kinds = rng.sample(d.discrepancies, k)
-        if policy is not None and policy.resolution:
-            target = d.discrepancy(policy.applies_to)
-            if target not in kinds:
-                kinds = [target, *kinds[:-1]]
+        kinds = [*targets, *(x for x in kinds if x not in targets)][:max(k, len(targets))]
         self._refs: set[str] = set()
         self._ids: set[str] = set()
         self._last_ordinary = d.period_days - 1 - LATE_DAYS - MAX_LAG_DAYS - DUPLICATE_GAP[1] - 1
@@ -274,9 +299,9 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         for _ in range(tier.distractors):
             choice = rng.choice(options)
             if choice == "near_miss":
-                kind = rng.choice([x for x in d.discrepancies if x.mechanism == "shift" and x.tolerance >= 2 * MIN_MARGIN]
-                                  or [None])
-                txn = self._pick(free, rng, lambda t, kind=kind: kind is not None and self._fits(kind, t)
+                kind = rng.choice([x for x in d.discrepancies if x.mechanism == "shift"
+                                   and x.tolerance >= 2 * MIN_MARGIN])
+                txn = self._pick(free, rng, lambda t, kind=kind: self._fits(kind, t)
                                  and self._change(kind, t, near=True, probe=True) is not None)
                 if txn is not None:
                     txn.kind = "near_miss"
@@ -292,12 +317,12 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
                 if template is not None:
                     clone = Txn(n=len(txns), party=template.party, item=template.item, quantity=template.quantity,
                                 unit_price=template.unit_price, date=self._date(rng), reference=self._ref(rng),
-                                kind="lookalike")
+                                kind="lookalike", clone_of=template.n)
                     template.kind = "lookalike"
                     txns.append(clone)
                     lookalikes.append(clone)
-        # The hidden rule of this episode, if any.
-        if policy is not None:
+        # The party rules in force this episode, if any.
+        for policy in policies:
             self._apply_policy(case, policy, free, rng)
 
         # Records: one per transaction and source, unless the transaction is omitted from that source.
@@ -316,13 +341,14 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
             self._set(rec, kind.role, self._change(kind, txn, near=True, rng=rng))
             case.near_misses.append(rec.id)
             case.varied.append((rec.id, kind.role))
-        if case.policy_record:
-            kind = d.discrepancy(case.policy.applies_to)
-            txn = next(t for t in txns if t.kind == "policy")
-            rec = by_txn[txn.n][kind.source]
-            self._set(rec, kind.role, self._change(kind, txn, band=(kind.tolerance, case.policy.tolerance), rng=rng))
-            case.policy_record = rec.id
-            case.varied.append((rec.id, kind.role))
+        for rule in case.rules:
+            if rule.txn is not None:
+                kind = d.discrepancy(rule.policy.applies_to)
+                rec = by_txn[rule.txn.n][kind.source]
+                self._set(rec, kind.role, self._change(kind, rule.txn, band=(kind.tolerance, rule.policy.tolerance),
+                                                       rng=rng))
+                rule.record = rec.id
+                case.varied.append((rec.id, kind.role))
         extra: list[Record] = []
         for source, txn in splits:
             extra += self._split(source, txn, by_txn, rng)
@@ -353,6 +379,15 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         self._terms: list[str] = []
         self._read: set[str] = set()
         self._findings: dict[str, Finding] = {}
+        self._controls = [self._control_line(source, case) for source in d.sources]
+
+    def _control_line(self, source: Source, case: Case) -> str:
+        """A source's control figures, as its system reports them: how many records, and their total."""
+        records = [case.records[i] for i in case.listing[source.name]]
+        line = f"{source.name}: {len(records)} {source.noun} records"
+        if source.role("amount") is not None:
+            line += f", control total {money(sum(r.values['amount'] for r in records))} {self.domain.currency}"
+        return line
 
     # -- transactions --
     def _date(self, rng: random.Random) -> dt.date:
@@ -385,7 +420,7 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         txn = self._pick(free, rng, lambda t: self._fits(kind, t))
         if txn is not None or not free:
             return txn
-        used = {(t.party.id, t.item.name) for t in txns}
+        used = {(t.party.id, t.item.id) for t in txns}
         eligible = self.domain.eligible_pairs(kind)
         fresh = [pair for pair in eligible if pair not in used] or eligible
         for _ in range(8):
@@ -399,7 +434,7 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         return None
 
     def _fits(self, kind: Discrepancy, txn: Txn) -> bool:
-        if kind.items and txn.item.name not in kind.items:
+        if kind.items and txn.item.id not in kind.items:
             return False
         if kind.mechanism == "shift":
             return self._change(kind, txn, probe=True) is not None
@@ -408,6 +443,8 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         return True
 
     def _splittable(self, source: Source, txn: Txn) -> bool:
+        if source.split_items and txn.item.id not in source.split_items:
+            return False
         if source.listed("quantity"):
             return txn.quantity >= 2
         return txn.amount >= 2.0
@@ -445,14 +482,14 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         for _ in range(20):
             value = round(base * (1 + sign * rng.uniform(low, high)), 2)
             rel = abs(value - base) / base
-            if value > 0 and low - 1e-9 <= rel <= high + 1e-9 and value != base:
+            swapped = sorted(f"{value:.2f}") == sorted(f"{base:.2f}")  # would read as a transposition
+            if value > 0 and low - 1e-9 <= rel <= high + 1e-9 and value != base and not swapped:
                 return value
         return lowest
 
     def _transposed(self, kind: Discrepancy, amount: float) -> float | None:
         whole, cents = f"{amount:.2f}".split(".")
-        floor = max([x.tolerance for x in self.domain.discrepancies
-                     if x.mechanism == "shift" and x.source == kind.source and x.role == "amount"] or [0.0])
+        floor = self._index()["amount_tolerance"]
         for i in range(min(3, len(whole) - 1)):
             if whole[i] == whole[i + 1] or (i == 0 and whole[1] == "0"):
                 continue
@@ -541,33 +578,29 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         d = self.domain
         kind = d.discrepancy(policy.applies_to)
         if policy.resolution:
-            plants = [p for p in case.plants if p.kind is kind]
-            if not plants:
-                return
-            party = plants[0].txn.party
-            for p in plants:
-                if p.txn.party is party:
-                    p.resolution = policy.resolution
-            case.policy, case.policy_party = policy, party
+            plant = next((p for p in case.plants if p.kind is kind and p.resolution == kind.resolution), None)
+            if plant is not None:
+                plant.resolution = policy.resolution
+                case.rules.append(Rule(policy, plant.txn.party))
             return
+        # A tolerance rule on a party with no planted discrepancy of that type: its variance is acceptable.
         planted = {p.txn.party.id for p in case.plants if p.kind is kind}
         band = (kind.tolerance, policy.tolerance)
         txn = self._pick(free, rng, lambda t: t.party.id not in planted and self._fits(kind, t)
                          and self._change(kind, t, band=band, probe=True) is not None)
-        if txn is None:
-            return
-        txn.kind = "policy"
-        case.policy, case.policy_party, case.policy_record = policy, txn.party, "pending"
+        if txn is not None:
+            txn.kind = "policy"
+            case.rules.append(Rule(policy, txn.party, txn=txn))
 
     # -- what the agent sees --
     def _display(self, records: list[Record], txns: list[Txn], case: Case, rng: random.Random) -> None:
         d, ix, p = self.domain, self._index(), self.perturb
-        pairs = [(t.party.id, t.item.name) for t in txns]
+        pairs = [(t.party.id, t.item.id) for t in txns]
         duplicated = {pl.txn.n for pl in case.plants if pl.kind.mechanism == "duplicate"}
         for rec in records:
             source = ix["sources"][rec.source]
             txn = txns[rec.txn]
-            unique = pairs.count((txn.party.id, txn.item.name)) == 1
+            unique = pairs.count((txn.party.id, txn.item.id)) == 1
             droppable = (not source.id_is_reference and source.listed("party") and unique
                          and txn.kind in ("ordinary", "planted", "near_miss", "policy")
                          and rec.txn not in duplicated)
@@ -577,7 +610,7 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
                     text = d.missing_marker if droppable and p.chance(p.tier.drop * DROP_RATE) else value
                 elif role == "party":
                     text = value
-                    if txn.party.aliases and p.chance(p.tier.noise * ALIAS_RATE):
+                    if source.external and txn.party.aliases and p.chance(p.tier.noise * ALIAS_RATE):
                         text = rng.choice(txn.party.aliases)
                 elif role == "date":
                     text = value.isoformat()
@@ -585,23 +618,20 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
                     text = value
                 else:
                     text = str(value) if role == "quantity" else money(value)
-                    if role == "quantity" and txn.item.unit:
-                        text = f"{text} {txn.item.unit}"
                     if source.ocr and p.chance(p.tier.noise * OCR_RATE):
                         text = _ocr(text, rng)
+                    if role == "quantity" and txn.item.unit:
+                        text = f"{text} {txn.item.unit}"
                 rec.shown[role] = text
 
     def _honest_path(self, case: Case, tier: TierProfile) -> None:
         """The shortest path an agent without privileged state can justify: list every source, open every record
         whose listed figures disagree because of a detail column, read the terms of every party whose records
         it would flag (hidden-constraint tiers), flag, submit."""
-        sources = self._index()["sources"]
-        case.inspect = list(dict.fromkeys(rec_id for rec_id, role in case.varied
-                                          if sources[case.records[rec_id].source].role(role).detail))
+        case.inspect = list(dict.fromkeys(rec_id for rec_id, _ in case.varied
+                                          if self.domain.opens(case.records[rec_id].source)))
         if tier.hidden_constraints:
-            parties = [p.txn.party.id for p in case.plants]
-            if case.policy_record:
-                parties.append(case.policy_party.id)
+            parties = [p.txn.party.id for p in case.plants] + [r.party.id for r in case.rules if r.record]
             case.terms = list(dict.fromkeys(parties))
         case.min_steps = len(self.domain.sources) + len(case.inspect) + len(case.terms) + len(case.plants) + 1
 
@@ -669,8 +699,9 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         self._read.add(action.party)
         party, case = self._index()["parties"][action.party], self._case
         line = f"{party.id} ({party.name}): {party.terms}"
-        if case.policy is not None and case.policy_party is party:
-            line += " " + self._policy_text()
+        for rule in case.rules:
+            if rule.party is party:
+                line += " " + rule.text()
         self._terms.append(line)
         return Outcome(f"Terms of {action.party} read.")
 
@@ -707,9 +738,8 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         return {
             "briefing": (f"{d.batch_noun}: period {d.start.isoformat()} to {d.end.isoformat()}, amounts in "
                          f"{d.currency}."),
-            "sources": [f"{s.name}: {s.noun} records" + (f" (listed, {len(self._case.listing[s.name])})"
-                                                         if s.name in listed else " (not listed yet)")
-                        for s in d.sources],
+            "sources": [f"{line} ({'listed' if s.name in listed else 'not listed yet'})"
+                        for s, line in zip(d.sources, self._controls, strict=True)],
             "records": list(self._records_seen),
             "details": list(self._details),
             "terms": list(self._terms),
@@ -720,13 +750,11 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
         return self._case
 
     def secret_values(self) -> list[str]:
-        case = self._case
-        secrets = [p.record for p in case.plants]
-        if case.policy is not None:
-            secrets.append(self._policy_text())
-        return [s for s in secrets if s]
+        """None: nothing here may stay unseen until the end. The agent must see the records it flags, and a party
+        rule once it reads that party's terms, before it flags; what it never sees is whether a finding is right.
+        The opening (control figures only) holds no record, rule or resolution: the family's tests check it."""
+        return []
 
-    def _policy_text(self) -> str:
-        case = self._case
-        tolerance = f"{case.policy.tolerance:.0%}" if case.policy.tolerance else ""
-        return fill(case.policy.note, party=case.policy_party.name, tolerance=tolerance)
+    def hidden_texts(self) -> list[str]:
+        """What only an action reveals (the listed records' ids, the party rules): never in the opening."""
+        return [p.record for p in self._case.plants] + [rule.text() for rule in self._case.rules]

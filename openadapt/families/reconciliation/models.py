@@ -14,8 +14,7 @@ class ReconciliationAction(AgentAction):
 
     tool: str | None = Field(default=None, description="what to do")
     source: str | None = Field(default=None, description="list: the source whose records to list")
-    record: str | None = Field(default=None, max_length=60,
-                               description="inspect, flag, withdraw: a record id shown in a listing")
+    record: str | None = Field(default=None, description="inspect, flag, withdraw: a record id shown in a listing")
     party: str | None = Field(default=None, description="terms: the party whose terms to read")
     discrepancy: str | None = Field(default=None, description="flag: the discrepancy type")
     resolution: str | None = Field(default=None, description="flag: how to resolve it")
@@ -25,7 +24,8 @@ class ReconciliationObservation(AgentObservation):
     """The working papers so far: everything the agent has been shown in this episode, and its findings."""
 
     briefing: str = Field(default="", description="the batch and period to reconcile")
-    sources: list[str] = Field(default_factory=list, description="the sources, and which are listed")
+    sources: list[str] = Field(default_factory=list, description=(
+        "each source's control figures (record count, total) and whether it is listed"))
     records: list[str] = Field(default_factory=list, description="record lines of the listed sources")
     details: list[str] = Field(default_factory=list, description="opened records: every column and the memo")
     terms: list[str] = Field(default_factory=list, description="party terms read so far")

@@ -13,11 +13,13 @@ comes from this schema.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
+import unicodedata
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from openadapt.families.domain import (
     Domain,
@@ -33,9 +35,10 @@ SUBJECTS_PER_EPISODE = 8  # the cast of one episode: the reported subject and se
 KPI_SLOTS_PER_ROW = 3  # KPI definitions sit at positions 1 .. 3 x kpi_rows + 2 of their report type
 # Tables and columns the engine itself defines (the report machinery every world shares).
 FIXED_TABLES = ("report_types", "report_kpis", "report_tasks")
-FIXED_COLUMNS = {"contacts": ("email", "role", "active")}
+FIXED_COLUMNS = {"contacts": ("email", "role", "active"),
+                 "report_tasks": ("task_id", "report_date", "report_type", "status")}
 # Words SQLite reserves: a table or column called `order` or `group` breaks every query an agent writes.
-SQL_KEYWORDS = frozenset("""
+_SQL_WORDS = """
 abort action add after all alter always analyze and as asc attach autoincrement before begin between by cascade
 case cast check collate column commit conflict constraint create cross current current_date current_time
 current_timestamp database default deferrable deferred delete desc detach distinct do drop each else end escape
@@ -45,8 +48,11 @@ key last left like limit match materialized natural no not nothing notnull null 
 outer over partition plan pragma preceding primary query raise range recursive references regexp reindex release
 rename replace restrict returning right rollback row rows savepoint select set table temp temporary then ties to
 transaction trigger unbounded union unique update using vacuum values view virtual when where window with without
-""".split())
+"""
+SQL_KEYWORDS = frozenset(_SQL_WORDS.split())
 
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]
+Word = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
 Op = Literal["sum", "count", "difference", "percent", "average"]
 OP_KINDS = {"sum": "amount", "difference": "amount", "average": "amount", "count": "count", "percent": "percent"}
 
@@ -95,8 +101,8 @@ class Metric(_Item, Computation):
         "What the metric computes, as a phrase that follows the field name in the agent's instructions, e.g. "
         "'sums the disbursements', 'counts the posted movements of every kind'. It must agree with `op`/`of`."))
     op: Op = _op()
-    of: list[str] = _of()
-    against: list[str] = _against()
+    of: list[Word] = _of()
+    against: list[Word] = _against()
 
 
 class Kpi(_Item, Computation):
@@ -110,8 +116,8 @@ class Kpi(_Item, Computation):
         "'total_repaid - total_disbursed' or 'sum of the posted return amounts of the week'. It must agree with "
         "`op`/`of`/`against`: it is the only place the agent learns how to compute the KPI."))
     op: Op = _op()
-    of: list[str] = _of()
-    against: list[str] = _against()
+    of: list[Word] = _of()
+    against: list[Word] = _against()
 
 
 class Category(_Item):
@@ -146,7 +152,7 @@ class Measure(_Item):
 class Attribute(_Item):
     column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "A descriptive column, e.g. 'segment', 'region', 'shift'."))
-    values: list[str] = Field(min_length=2, max_length=12, description=(
+    values: list[Word] = Field(min_length=2, max_length=12, description=(
         "Values the column takes (one is drawn per row), e.g. ['retail', 'sme', 'corporate']."))
 
 
@@ -157,7 +163,7 @@ class SubjectTable(_Item):
         "Its key column, which every other table uses to name a subject, e.g. 'customer_id', 'site_id'."))
     name_column: str = Field(default="name", min_length=2, max_length=30, pattern=IDENT,
                              description="Column holding the subject's name, e.g. 'name'.")
-    id_prefix: str = Field(pattern=r"^[A-Z]{1,4}-$", description=(
+    id_prefix: str = Field(max_length=5, pattern=r"^[A-Z]{1,4}-$", description=(
         "Prefix of subject ids (a three-digit number follows), e.g. 'C-' gives 'C-482'."))
     attributes: list[Attribute] = Field(default_factory=list, max_length=3, description=(
         "Descriptive columns of a subject (colour for the agent, never needed for the report), e.g. "
@@ -168,7 +174,7 @@ class RecordTable(_Item):
     table: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Table of the records the report aggregates, e.g. 'transactions', 'movements', 'encounters'."))
     id_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description="Its key, e.g. 'txn_id'.")
-    id_prefix: str = Field(pattern=r"^[A-Z]{1,4}-$", description=(
+    id_prefix: str = Field(max_length=5, pattern=r"^[A-Z]{1,4}-$", description=(
         "Prefix of record ids (a five-digit number follows), e.g. 'TX-'."))
     date_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Column of the date a record belongs to (the period's date for a periodic report), e.g. 'txn_date', "
@@ -186,7 +192,7 @@ class RecordTable(_Item):
 class Statuses(_Item):
     counted: str = Field(min_length=2, max_length=20, pattern=IDENT, description=(
         "The status of a record that counts in the report, e.g. 'settled', 'posted', 'billed'."))
-    excluded: list[str] = Field(min_length=1, max_length=4, description=(
+    excluded: list[Word] = Field(min_length=1, max_length=4, description=(
         "Statuses of records that must not be counted (they appear as distractors on harder tiers), e.g. "
         "['reversed', 'pending']."))
 
@@ -237,10 +243,12 @@ class ReportDomain(Domain):
         "first_date plus whole periods, and records carry the date of their period."))
     periods: int = Field(ge=1, le=2000, description=(
         "How many periods after first_date a report can cover (the report date is drawn from them), e.g. 320."))
-    task_names: TaskNames
-    header: Header
-    subject_table: SubjectTable
-    subject_names: list[str] = Field(min_length=1, max_length=60, description=(
+    task_names: TaskNames = Field(description=(
+        "What the three tasks (easy header, medium summary, hard full report) are called in this world."))
+    header: Header = Field(description="The three header fields of every report and their PDF labels.")
+    subject_table: SubjectTable = Field(description=(
+        "The table of the subjects reports are about, and how its ids and columns are named."))
+    subject_names: list[Name] = Field(min_length=1, max_length=60, description=(
         "Names of the subjects, realistic for this world, e.g. 'Aldergrove Capital', 'Rotterdam North DC'. At "
         "least 10, unique, in Latin-1 characters (they are printed in a PDF)."))
     lookalike_name: str = Field(min_length=8, max_length=80, description=(
@@ -251,15 +259,16 @@ class ReportDomain(Domain):
     contacts_table: str = Field(default="contacts", min_length=2, max_length=30, pattern=IDENT, description=(
         "Table of the subjects' report recipients (columns: the subject id, email, role primary/backup, "
         "active), e.g. 'contacts'."))
-    mailboxes: list[str] = Field(min_length=1, max_length=12, description=(
+    mailboxes: list[Word] = Field(min_length=1, max_length=12, description=(
         "Local parts of the recipients' mail addresses (three are drawn per subject: primary, backup and a "
         "retired one), e.g. ['reports', 'finance', 'treasury', 'ops']. The first one also serves look-alikes."))
     report_types: list[ReportType] = Field(min_length=1, max_length=10, description=(
         "The kinds of report the queue holds, at least 3."))
     categories: list[Category] = Field(min_length=1, max_length=6, description=(
         "The categories of records, each with its amount range and how many the subject has in a period."))
-    record_table: RecordTable
-    statuses: Statuses
+    record_table: RecordTable = Field(description=(
+        "The table of the records reports aggregate, its columns and the measure its amounts are in."))
+    statuses: Statuses = Field(description="Which record status counts in a report and which do not.")
     metrics: list[Metric] = Field(min_length=1, max_length=4, description=(
         "The summary metrics of the report (fields the agent sets), e.g. total disbursed, total repaid and a "
         "count of transactions. At least one must be an amount (sum, difference or average)."))
@@ -337,6 +346,9 @@ class ReportDomain(Domain):
                     f"[{low}, {high}] must satisfy 1 <= low <= high <= 12 (every category has business in the "
                     "period, so ratios and averages are defined)")))
             lo, hi = cat.amount
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                p.append(DomainProblem(path=f"{at}.amount", message=f"[{lo}, {hi}] must be finite numbers"))
+                continue
             if not 0 < lo < hi:
                 p.append(DomainProblem(path=f"{at}.amount", message=f"[{lo}, {hi}] must satisfy 0 < low < high"))
             scale = 10 ** self.record_table.measure.decimals
@@ -349,8 +361,7 @@ class ReportDomain(Domain):
 
     def _name_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
-        subjects = [_Named(name=n) for n in self.subject_names]
-        p += duplicates(subjects, "name", "domain.subject_names")
+        p += repeated(self.subject_names, "domain.subject_names")
         slugs: dict[str, int] = {}
         for i, name in enumerate(self.subject_names):
             slug = slugify(name)
@@ -372,7 +383,7 @@ class ReportDomain(Domain):
         p += duplicates(self.metrics, "label", "domain.metrics")
         p += duplicates(self.kpis, "code", "domain.kpis")
         p += duplicates(self.kpis, "label", "domain.kpis")
-        p += duplicates([_Named(name=m) for m in self.mailboxes], "name", "domain.mailboxes")
+        p += repeated(self.mailboxes, "domain.mailboxes")
         for i, box in enumerate(self.mailboxes):
             if not re.match(r"^[a-z][a-z0-9.-]*$", box):
                 p.append(DomainProblem(path=f"domain.mailboxes[{i}]", message=(
@@ -428,9 +439,10 @@ class ReportDomain(Domain):
                     p.append(DomainProblem(path=f"{table_path}.{field}", message=(
                         f"column {col!r} is already {seen[col]}: columns of a table must differ")))
                 seen.setdefault(col, field)
-        if s.id_column in FIXED_COLUMNS["contacts"]:
-            p.append(DomainProblem(path="domain.subject_table.id_column", message=(
-                f"{s.id_column!r} clashes with the contacts table's own columns {FIXED_COLUMNS['contacts']}")))
+        for table, fixed in FIXED_COLUMNS.items():
+            if s.id_column in fixed:
+                p.append(DomainProblem(path="domain.subject_table.id_column", message=(
+                    f"{s.id_column!r} clashes with the {table} table's own columns {fixed}")))
         for path, word in [*named.items(), *((f"{t}.{f}", c) for t, cols in columns.items() for f, c in cols
                                              if f != "(subject id)")]:
             if word in SQL_KEYWORDS:
@@ -439,7 +451,7 @@ class ReportDomain(Domain):
         for i, attr in enumerate([*s.attributes, *r.columns]):
             where = (f"domain.subject_table.attributes[{i}]" if i < len(s.attributes)
                      else f"domain.record_table.columns[{i - len(s.attributes)}]")
-            p += duplicates([_Named(name=v) for v in attr.values], "name", f"{where}.values")
+            p += repeated(attr.values, f"{where}.values")
         return p
 
     def _computation_problems(self) -> list[DomainProblem]:
@@ -494,13 +506,22 @@ class ReportDomain(Domain):
         return p
 
 
-class _Named(_Item):
-    name: str
+def repeated(values: list[str], path: str) -> list[DomainProblem]:
+    """Entries of a list of names that repeat an earlier one (case-insensitive)."""
+    seen: dict[str, int] = {}
+    problems = []
+    for i, value in enumerate(values):
+        if value.casefold() in seen:
+            problems.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is already used by "
+                                          f"{path}[{seen[value.casefold()]}]: names must be unique"))
+        seen.setdefault(value.casefold(), i)
+    return problems
 
 
 def slugify(name: str) -> str:
-    """A subject's mail domain label: 'Aldergrove Capital' -> 'aldergrove-capital'."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    """A subject's mail domain label: 'Aldergrove Capital' -> 'aldergrove-capital', 'Liège Sud' -> 'liege-sud'."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")
 
 
 def fill_name(template: str, name: str) -> str:

@@ -315,6 +315,15 @@ class ReportEnvironment(ShapedEnvironment):
         return self._episode
 
     def secret_values(self) -> list[str]:
+        """The hidden house style's rules (ECI 4+): no observation may state them before check_report does.
+        The report's values themselves are the agent's to find in the database and to write into its draft,
+        which echoes them; `answer_values()` lists them, and none of them is visible at reset."""
+        ep, formats = self._episode, self.desk().world.formats
+        return [formats.rule(kind, ep.style) for kind in ep.style.custom_kinds]
+
+    def answer_values(self) -> list[str]:
+        """What the report must say that the first observation must not give away: the values of the header,
+        metrics and KPI rows (dates and counts aside: short numbers turn up by chance), and the recipient."""
         ep, kinds = self._episode, self.desk().grader.kinds
         values = [ep.expected[f] for f in ep.task.fields if kinds[f] not in ("date", "count")]
         if ep.task.kpi_rows:

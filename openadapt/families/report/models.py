@@ -46,4 +46,5 @@ class ReportObservation(AgentObservation):
 
 def models(domain: ReportDomain) -> tuple[type[ReportAction], type[ReportObservation]]:
     action = with_choices(ReportAction, "ReportAction", {"command": list(COMMANDS), "field": list(domain.fields)})
+    action.__doc__ = ReportAction.__doc__  # with_choices' subclass has none: keep the agent's description
     return action, ReportObservation

@@ -1,44 +1,66 @@
 """Exact search for small packing problems on a discrete time grid: the engine's own optimum.
 
-A problem is a list of items (tasks), each with a finite list of options (a placement: which resources it holds
-in which slots, as bitmasks, and what it scores) and a flag saying whether it must be placed. Two placements
-conflict when they hold the same resource in a common slot. The search picks at most one option per item,
-every required item placed, no conflicts, maximising the total score.
+A problem is a list of items (tasks). An item is placed in one of its *modes* (e.g. a site and a staff member)
+at one start slot; a mode holds each of its resources from `start + offset` for `length` slots, and says which
+starts it allows and what each earns. Two placements conflict when they hold a resource in a common slot. The
+search picks at most one placement per item, every required item placed, no conflicts, maximising the score.
 
-Depth-first branch and bound: required items first (fewest options first), then optional items by their best
-score; each node bounds the rest by the best option of each remaining item that still fits (forward checking:
-a required item left without one prunes the node). It stops at the first plan that reaches the global upper
-bound, and gives up (returns None) past `node_limit` nodes, so a caller can draw a smaller instance instead.
-Nothing here knows what the resources are: this helper could live in the kit.
+It relies on one property of the scores, which the caller must guarantee: within a mode, an item's score never
+rises with a later start (a *regular* objective: starting earlier never hurts). Then some optimal plan is
+produced by a serial schedule-generation scheme that places items one at a time, each at the earliest start of
+its mode that fits what is already placed, in non-decreasing order of start (ties by item index): take any
+optimal plan, place its items in that order at their earliest fitting starts (each moves earlier or stays, and
+an item that moved earlier never blocks a later one), and repeat until nothing moves. So the search branches on
+(next item, mode) only, never on the start, and skips any branch whose start would come before the last one
+placed: every plan is met once, in chronological order. The fitting starts of a mode come from a few bit
+operations (each resource's busy mask dilated by the mode's length), not from trying each start.
+
+Branch and bound on top: for every remaining item, the best score any of its modes can still reach at a start
+after the last one (forward checking: a required item left with none prunes the node), capped by knapsacks of
+the remaining items into the free slots of the capacity pool (e.g. the sites) from the last start on, one per
+set of pool resources the items are confined to. The search stops at the first plan that reaches the global
+upper bound, and gives up (returns None) past `node_limit` nodes, so that a caller can draw a smaller instance.
+Nothing here knows what the resources are: the helper could live in the kit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-NODE_LIMIT = 40_000
+NODE_LIMIT = 4_000
 
 
-@dataclass(frozen=True, slots=True)
-class Option:
-    score: int
-    uses: tuple[tuple[int, int], ...]  # (resource index, slot bitmask)
-    payload: Any = None
+@dataclass(slots=True)
+class Mode:
+    key: Hashable
+    uses: tuple[tuple[int, int, int], ...]  # (resource index, offset from start, length in slots)
+    scores: dict[int, tuple[int, Any]] = field(default_factory=dict)  # allowed start -> (score, payload)
 
 
 @dataclass(slots=True)
 class Item:
     key: str
     required: bool
-    options: list[Option] = field(default_factory=list)
+    modes: list[Mode] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    item: str
+    mode: Hashable
+    start: int
+    score: int
+    payload: Any
 
 
 @dataclass(frozen=True, slots=True)
 class Solution:
     feasible: bool
     score: int
-    chosen: dict[str, Option]
+    chosen: dict[str, Placement]
     nodes: int
 
 
@@ -47,78 +69,217 @@ def interval(start: int, end: int) -> int:
     return ((1 << (end - start)) - 1) << start if end > start else 0
 
 
-def solve(items: list[Item], resources: int, node_limit: int = NODE_LIMIT) -> Solution | None:
-    order = sorted(items, key=lambda it: (not it.required, len(it.options) if it.required else 0,
-                                          -max((o.score for o in it.options), default=0), it.key))
-    opts = [sorted(it.options, key=lambda o: -o.score) for it in order]
-    required = [it.required for it in order]
-    n = len(order)
-    if any(r and not o for r, o in zip(required, opts, strict=True)):
-        return Solution(False, 0, {}, 0)
-    upper = sum(max(o[0].score, 0) if o and not r else (o[0].score if o else 0) for o, r in zip(opts, required,
-                                                                                                 strict=True))
-    masks = [0] * resources
-    best_score: list[int | None] = [None]
-    best_choice: list[list[Option | None]] = [[]]
-    choice: list[Option | None] = [None] * n
-    nodes = [0]
-
-    def fits(option: Option) -> bool:
-        return all(not masks[r] & bits for r, bits in option.uses)
-
-    def bound(i: int) -> int | None:
-        total = 0
-        for j in range(i, n):
-            best = None
-            for option in opts[j]:
-                if fits(option):
-                    best = option.score
-                    break
-            if best is None:
-                if required[j]:
-                    return None
-                continue
-            total += best if required[j] else max(best, 0)
-        return total
-
-    def dfs(i: int, score: int) -> bool:
-        """True when the global upper bound is reached (stop everything)."""
-        nodes[0] += 1
-        if nodes[0] > node_limit:
-            raise _Exhausted
-        if i == n:
-            if best_score[0] is None or score > best_score[0]:
-                best_score[0] = score
-                best_choice[0] = list(choice)
-            return score >= upper
-        rest = bound(i)
-        if rest is None or (best_score[0] is not None and score + rest <= best_score[0]):
-            return False
-        for option in opts[i]:
-            if not fits(option):
-                continue
-            for r, bits in option.uses:
-                masks[r] |= bits
-            choice[i] = option
-            done = dfs(i + 1, score + option.score)
-            for r, bits in option.uses:
-                masks[r] &= ~bits
-            choice[i] = None
-            if done:
-                return True
-        if not required[i]:
-            return dfs(i + 1, score)
-        return False
-
-    try:
-        dfs(0, 0)
-    except _Exhausted:
-        return None
-    if best_score[0] is None:
-        return Solution(False, 0, {}, nodes[0])
-    chosen = {order[i].key: option for i, option in enumerate(best_choice[0]) if option is not None}
-    return Solution(True, best_score[0], chosen, nodes[0])
+def dilate(mask: int, length: int) -> int:
+    """Bit s is set when any of the slots s..s+length-1 is set in `mask`: the starts a block of `length`
+    slots cannot take."""
+    span = 1
+    while span < length:
+        step = min(span, length - span)
+        mask |= mask >> step
+        span += step
+    return mask
 
 
 class _Exhausted(Exception):
     pass
+
+
+@lru_cache(maxsize=65536)
+def _packed(entries: tuple[tuple[int, int], ...], free: int) -> int:
+    """The most (value, size) entries can earn in `free` slots (exact 0/1 knapsack)."""
+    if sum(size for _, size in entries) <= free:
+        return sum(value for value, _ in entries)
+    best = [0] * (free + 1)
+    for value, size in entries:
+        for w in range(free, size - 1, -1):
+            if best[w - size] + value > best[w]:
+                best[w] = best[w - size] + value
+    return best[free]
+
+
+def _lowest(bits: int) -> int:
+    return (bits & -bits).bit_length() - 1
+
+
+def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] = (),
+          blocked: dict[int, int] | None = None, node_limit: int = NODE_LIMIT) -> Solution | None:
+    """`pools`: groups of resources of which every mode holds exactly one for a fixed number of slots (the
+    sites of a day; its staff): their free slots from the last start on cap what the remaining items can still
+    place. `blocked`: slots a resource is never free (outside a person's hours), for those capacities."""
+    items = sorted(items, key=lambda it: it.key)
+    n = len(items)
+    modes = [[m for m in it.modes if m.scores] for it in items]
+    allowed = [[sum(1 << s for s in m.scores) for m in ms] for ms in modes]
+    required = [it.required for it in items]
+    if any(r and not m for r, m in zip(required, modes, strict=True)):
+        return Solution(False, 0, {}, 0)
+    tops = [max((sc for m in ms for sc, _ in m.scores.values()), default=0) for ms in modes]
+    upper = sum(t if r else max(t, 0) for t, r in zip(tops, required, strict=True))
+
+    # Capacity groups: for every pool, each item's own set of its resources and the whole pool. Items confined
+    # to the resources of a group must fit in its free slots (the other items are bounded by their own reach).
+    groups: list[tuple[tuple[int, ...], list[tuple[int, int]], int]] = []  # resources, (item, size), horizon
+    for pool in pools:
+        pooled = set(pool)
+        usable = [frozenset(r for m in ms for r, _, _ in m.uses if r in pooled) for ms in modes]
+        size = [next((length for m in ms[:1] for r, _, length in m.uses if r in pooled), 0) for ms in modes]
+        for u in dict.fromkeys([*usable, frozenset(pooled)]):
+            members = [i for i in range(n) if usable[i] and usable[i] <= u]
+            if u and members:
+                end = max(max(m.scores) + off + length for i in members for m in modes[i]
+                          for r, off, length in m.uses if r in pooled)
+                groups.append((tuple(sorted(u)), [(i, size[i]) for i in members], end))
+    # Interchangeable items (same modes, starts and scores) are placed in index order: any plan that uses a
+    # later twin before an earlier one (or instead of it) has an equal twin plan that does not.
+    signature = [(it.required, tuple((m.key, m.uses, tuple(sorted((st, sc) for st, (sc, _) in m.scores.items())))
+                                     for m in ms)) for it, ms in zip(items, modes, strict=True)]
+    twin: list[int | None] = [None] * n
+    seen: dict[Any, int] = {}
+    for i, sig in enumerate(signature):
+        twin[i] = seen.get(sig)
+        seen[sig] = i
+
+    masks = [0] * resources
+    for r, bits in (blocked or {}).items():
+        masks[r] = bits
+    best: list[Any] = [None, {}]  # score, chosen
+    chosen: dict[int, tuple[Mode, int]] = {}
+    nodes = [0]
+    # The fitting starts of every mode, kept up to date as placements are made and undone: a block [a, b) on a
+    # resource removes the starts [a - length + 1 - offset, b - offset) of every mode that uses it.
+    flat = [(i, k) for i in range(n) for k in range(len(modes[i]))]
+    fit = [allowed[i][k] for i, k in flat]
+    for m, (i, k) in enumerate(flat):  # starts that would hold a blocked slot
+        for r, off, length in modes[i][k].uses:
+            if masks[r]:
+                cut = dilate(masks[r], length)
+                fit[m] &= ~(cut >> off if off >= 0 else cut << -off)
+    users: list[list[tuple[int, int, int]]] = [[] for _ in range(resources)]
+    for m, (i, k) in enumerate(flat):
+        for r, off, length in modes[i][k].uses:
+            users[r].append((m, off, length))
+    item_modes: list[list[int]] = [[] for _ in range(n)]
+    for m, (i, _) in enumerate(flat):
+        item_modes[i].append(m)
+
+    def place(mode: Mode, start: int) -> list[tuple[int, int]]:
+        saved = []
+        for r, off, length in mode.uses:
+            a, b = start + off, start + off + length
+            masks[r] |= interval(a, b)
+            for m, uoff, ulen in users[r]:
+                lo, hi = max(0, a - ulen + 1 - uoff), b - uoff
+                if hi > lo:
+                    cut = fit[m] & ~interval(lo, hi)
+                    if cut != fit[m]:
+                        saved.append((m, fit[m]))
+                        fit[m] = cut
+        return saved
+
+    def unplace(mode: Mode, start: int, saved: list[tuple[int, int]]) -> None:
+        for r, off, length in mode.uses:
+            masks[r] &= ~interval(start + off, start + off + length)
+        for m, value in reversed(saved):
+            fit[m] = value
+
+    def knapsack(entries: list[tuple[int, int, bool]], free: int) -> int | None:
+        """0/1 knapsack of (reach, size, required) into `free` slots; None when the required ones alone do not
+        fit."""
+        total = 0
+        for reach, size, must in entries:
+            if must:
+                free -= size
+                total += reach
+        if free < 0:
+            return None
+        optional = tuple(sorted((reach, size) for reach, size, must in entries if not must and reach > 0))
+        return total + _packed(optional, free)
+
+    def capacity_bound(reaches: dict[int, tuple[int, bool]], start: int, loose: int) -> int | None:
+        tight = loose
+        for resources_, members, end in groups:
+            inside = [(reaches[i][0], size, reaches[i][1]) for i, size in members if i in reaches]
+            if not inside:
+                continue
+            window = interval(max(start, 0), end)
+            free = sum((window & ~masks[r]).bit_count() for r in resources_)
+            packed = knapsack(inside, free)
+            if packed is None:
+                return None
+            outside = loose - sum(reach if must else max(reach, 0) for reach, _, must in inside)
+            tight = min(tight, packed + outside)
+        return tight
+
+    def dfs(remaining: tuple[int, ...], last: tuple[int, int], score: int) -> bool:
+        """True when the global upper bound is reached (stop everything)."""
+        nodes[0] += 1
+        if nodes[0] > node_limit:
+            raise _Exhausted
+        children: list[tuple[int, int, int, int]] = []
+        reaches: dict[int, tuple[int, bool]] = {}
+        rest = 0
+        need = False
+        for i in remaining:
+            ready = twin[i] is None or twin[i] not in remaining
+            after = (~0 << (last[0] + (1 if i <= last[1] else 0))) if last[0] >= 0 else ~0
+            reach = None
+            for k, mode in enumerate(modes[i]):
+                free = fit[item_modes[i][k]]
+                if not free:
+                    continue
+                first = _lowest(free)
+                if (1 << first) & after:  # the earliest fitting start comes after the last: a canonical branch
+                    sc = mode.scores[first][0]
+                    if ready:
+                        children.append((-sc, first, i, k))
+                    if reach is None or sc > reach:
+                        reach = sc
+                    continue
+                later = free & after
+                if later:
+                    sc = mode.scores[_lowest(later)][0]
+                    if reach is None or sc > reach:
+                        reach = sc
+            if required[i]:
+                need = True
+                if reach is None:
+                    return False
+                rest += reach
+                reaches[i] = (reach, True)
+            elif reach is not None and reach > 0:
+                rest += reach
+                reaches[i] = (reach, False)
+        if groups and reaches:
+            packed = capacity_bound(reaches, last[0], rest)
+            if packed is None:
+                return False
+            rest = packed
+        if best[0] is not None and score + rest <= best[0]:
+            return False
+        if not need and (best[0] is None or score > best[0]):
+            best[0], best[1] = score, dict(chosen)
+            if score >= upper:
+                return True
+        children.sort()
+        for neg, start, i, k in children:
+            mode = modes[i][k]
+            saved = place(mode, start)
+            chosen[i] = (mode, start)
+            done = dfs(tuple(j for j in remaining if j != i), (start, i), score - neg)
+            unplace(mode, start, saved)
+            del chosen[i]
+            if done:
+                return True
+        return False
+
+    try:
+        dfs(tuple(range(n)), (-1, -1), 0)
+    except _Exhausted:
+        return None
+    if best[0] is None:
+        return Solution(False, 0, {}, nodes[0])
+    picked = {}
+    for i, (mode, start) in best[1].items():
+        sc, payload = mode.scores[start]
+        picked[items[i].key] = Placement(items[i].key, mode.key, start, sc, payload)
+    return Solution(True, best[0], picked, nodes[0])

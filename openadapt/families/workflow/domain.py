@@ -11,9 +11,9 @@ none of the names: everything below is the domain's.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from openadapt.families.domain import (
     Domain,
@@ -32,6 +32,14 @@ VIEW_KEYS = ("id", "title", "category", "skill", "requester", "status", "owner",
 # The desk's eight actions by role (what each does is the engine's; what it is called is the domain's).
 ACTION_ROLES = ("assign", "escalate", "defer", "close", "reply", "re_route", "lookup", "approval")
 SeniorOnly = Literal["escalate", "close"]
+# Bounded items of the domain's lists (a domain file is untrusted data).
+Category = Annotated[str, StringConstraints(min_length=3, max_length=40, pattern=IDENT)]
+FirstName = Annotated[str, StringConstraints(min_length=2, max_length=20)]
+MailDomain = Annotated[str, StringConstraints(min_length=4, max_length=60)]
+Pattern = Annotated[str, StringConstraints(min_length=6, max_length=60)]
+Subject = Annotated[str, StringConstraints(min_length=8, max_length=160)]
+Phrase = Annotated[str, StringConstraints(min_length=3, max_length=30)]
+Term = Annotated[str, StringConstraints(min_length=2, max_length=20)]
 
 # What the mechanics need of every scenario (see family_problems for why).
 MIN_CATEGORIES = 6
@@ -51,7 +59,7 @@ class Skill(_Item):
     name: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "A skill (a resolver group) of the desk's team, as the agent reads it on a task and a colleague, e.g. "
         "'account_exec', 'payroll', 'network_ops'."))
-    categories: list[str] = Field(min_length=1, max_length=10, description=(
+    categories: list[Category] = Field(min_length=1, max_length=10, description=(
         "The categories of work this skill handles (identifiers), e.g. ['discount_request', 'invoice_dispute']. "
         "A task's category is shown in its title, so never use a word of the phishing filter here."))
 
@@ -70,20 +78,20 @@ class Scenario(_Item):
     threshold_text: str = Field(min_length=8, max_length=40, description=(
         "How a sign-off threshold reads in the policy, with {amount} where the number goes (thousands "
         "separated by commas), e.g. '${amount}', '{amount} minutes', '{amount} users'."))
-    thresholds: list[int] = Field(min_length=3, max_length=5, description=(
+    thresholds: list[Annotated[int, Field(ge=1, le=10**9)]] = Field(min_length=3, max_length=5, description=(
         "Sign-off thresholds an episode draws from, increasing; the middle one is the textbook value a "
         "careless agent assumes when the policy's details are withheld, e.g. [25000, 40000, 60000]."))
     approval_title: str = Field(min_length=5, max_length=60, description=(
         "Title of this scenario's sign-off policy, e.g. 'Large deal sign-off', 'Major incident review'."))
     skills: list[Skill] = Field(min_length=2, max_length=MAX_SKILLS, description=(
         "Who handles what: two to five skills, each with the categories it handles (each category once)."))
-    escalate_categories: list[str] = Field(min_length=MIN_ESCALATE, max_length=6, description=(
+    escalate_categories: list[Category] = Field(min_length=MIN_ESCALATE, max_length=6, description=(
         "Categories the escalation policy may list in an episode (serious matters, e.g. 'legal_threat', "
         "'data_loss'); the first is the usual one. At least three."))
-    defer_categories: list[str] = Field(min_length=MIN_DEFER, max_length=6, description=(
+    defer_categories: list[Category] = Field(min_length=MIN_DEFER, max_length=6, description=(
         "Categories the deferral policy may list (low-value asks for the next cycle, e.g. 'feature_wishlist'); "
         "the first is the usual one. At least two, none of them an escalation category."))
-    requesters: list[str] = Field(min_length=1, max_length=12, description=(
+    requesters: list[MailDomain] = Field(min_length=1, max_length=12, description=(
         "E-mail domains of the people who raise this scenario's tasks: customers' or suppliers' domains (e.g. "
         "'acme.example'), or the company's own domain when the requesters are colleagues."))
     executive: str = Field(min_length=2, max_length=30, pattern=LOCAL_PART, description=(
@@ -93,14 +101,15 @@ class Scenario(_Item):
 class InboxItem(_Item):
     sender: str = Field(min_length=2, max_length=30, pattern=LOCAL_PART, description=(
         "Mailbox at the company's domain that sends it (the part before @), e.g. 'facilities', 'it-notices'."))
-    subject: str = Field(min_length=8, max_length=120, description="its subject line, naming no task")
+    subject: str = Field(min_length=8, max_length=120, description=(
+        "Its subject line, naming no task, e.g. 'Fire drill on Thursday at 10:00'."))
 
 
 class Roles(_Item):
     junior: str = Field(default="L1", min_length=2, max_length=12, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
-                        description="the junior authority scope's name as the agent sees it, e.g. 'L1', 'tier1'")
+                        description="The junior scope's name as the agent sees it, e.g. 'L1', 'tier1', 'clerk'.")
     senior: str = Field(default="L2", min_length=2, max_length=12, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
-                        description="the senior scope's name, e.g. 'L2', 'tier2'")
+                        description="The senior scope's name, e.g. 'L2', 'tier2', 'charge_nurse'.")
     lead: str = Field(default="the L2 lead", min_length=4, max_length=40, description=(
         "Who signs off and takes over what the junior may not do, as feedback names them, e.g. 'the L2 lead', "
         "'the duty manager'."))
@@ -110,24 +119,23 @@ class Roles(_Item):
         "who tries (-0.5); a junior hands such work to the lead with the approval action instead."))
 
 
+def _action(default: str, what: str, example: str) -> Any:
+    return Field(default=default, pattern=IDENT, max_length=30,
+                 description=f"What {what} is called in this world, an identifier, e.g. '{example}'.")
+
+
 class ActionNames(_Item):
     """What the desk's eight actions are called in this world (each keeps its role in the mechanics)."""
 
-    assign: str = Field(default="assign_task", pattern=IDENT, max_length=30,
-                        description="a colleague with the task's skill takes a pending task and does the work")
-    escalate: str = Field(default="escalate", pattern=IDENT, max_length=30,
-                          description="escalate a task the escalation policy names")
-    defer: str = Field(default="defer", pattern=IDENT, max_length=30,
-                       description="defer a task the deferral policy names to the next cycle")
-    close: str = Field(default="close_task", pattern=IDENT, max_length=30,
-                       description="close finished work, citing the amount field")
-    reply: str = Field(default="reply_message", pattern=IDENT, max_length=30, description="answer a message")
-    re_route: str = Field(default="re_route", pattern=IDENT, max_length=30,
-                          description="hand a blocked task (stuck with an absent colleague) to an available one")
-    lookup: str = Field(default="lookup_policy", pattern=IDENT, max_length=30,
-                        description="read a policy's details (they may be withheld)")
-    approval: str = Field(default="request_approval", pattern=IDENT, max_length=30,
-                          description="senior sign-off above the threshold; for a junior, the hand-off to the lead")
+    assign: str = _action("assign_task", "assigning a pending task to a colleague with its skill", "assign_ticket")
+    escalate: str = _action("escalate", "escalating a task the escalation policy names", "escalate_ticket")
+    defer: str = _action("defer", "deferring a task the deferral policy names", "move_to_backlog")
+    close: str = _action("close_task", "closing finished work (citing the amount field)", "resolve_ticket")
+    reply: str = _action("reply_message", "answering a message", "reply_to_requester")
+    re_route: str = _action("re_route", "handing a blocked task to an available colleague", "reassign_ticket")
+    lookup: str = _action("lookup_policy", "reading a policy's (perhaps withheld) details", "check_policy")
+    approval: str = _action("request_approval", "asking for sign-off above the threshold (for a junior: the "
+                            "hand-off to the lead)", "request_signoff")
 
 
 class PolicyTexts(_Item):
@@ -135,12 +143,12 @@ class PolicyTexts(_Item):
         "The sign-off policy, with {threshold} (the scenario's threshold_text filled in), e.g. 'work above "
         "{threshold} needs L2 sign-off (request_approval) before it is closed.'"))
     escalation_title: str = Field(default="Escalations", min_length=4, max_length=40,
-                                  description="title of the escalation policy")
+                                  description="Title of the escalation policy, e.g. 'Major incident criteria'.")
     escalation: str = Field(min_length=20, max_length=200, description=(
         "The escalation policy, with {categories} (the episode's escalated categories joined by 'and'), e.g. "
         "'{categories} cases must be escalated, never assigned or closed.'"))
     deferral_title: str = Field(default="Deferrals", min_length=4, max_length=40,
-                                description="title of the deferral policy")
+                                description="Title of the deferral policy, e.g. 'Backlog rules'.")
     deferral: str = Field(min_length=20, max_length=200, description=(
         "The deferral policy, with {categories}, e.g. '{categories} requests are deferred to the next cycle, "
         "never worked now.'"))
@@ -150,34 +158,37 @@ class ReasoningTerms(_Item):
     """Words that claim a process bonus when the agent's reasoning names what is in view. A word ending in '*'
     matches any word it starts (block* matches 'blocked'); otherwise the whole word, or its plural with -s."""
 
-    blocked: list[str] = Field(default_factory=lambda: ["block*"], min_length=1, max_length=4,
-                               description="words for a blocked task, e.g. ['block*']")
-    drift: list[str] = Field(default_factory=lambda: ["schema*"], min_length=1, max_length=4,
-                             description="words for a changed record schema, e.g. ['schema*']")
-    sla: list[str] = Field(default_factory=lambda: ["sla"], min_length=1, max_length=4,
-                           description="words for deadline pressure, e.g. ['sla']")
+    blocked: list[Term] = Field(default_factory=lambda: ["block*"], min_length=1, max_length=4,
+                               description="Words for a blocked task, e.g. ['block*', 'stuck'].")
+    drift: list[Term] = Field(default_factory=lambda: ["schema*"], min_length=1, max_length=4,
+                             description="Words for a changed record schema, e.g. ['schema*', 'renamed'].")
+    sla: list[Term] = Field(default_factory=lambda: ["sla"], min_length=1, max_length=4,
+                           description="Words for deadline pressure, e.g. ['sla', 'deadline*'].")
 
 
 class ChaosRates(_Item):
     """How turbulent the desk is: per-step chance of each chaos event on the tiers that have chaos."""
 
-    dropout: float = Field(default=0.12, ge=0.02, le=0.25,
-                           description="a colleague goes out of office; their work in progress reverts to pending")
-    spike: float = Field(default=0.08, ge=0.02, le=0.25,
-                         description="an executive makes a task top priority: its SLA is cut and they want an answer")
-    noise: float = Field(default=0.10, ge=0.02, le=0.25, description="a low-signal message arrives")
+    dropout: float = Field(default=0.12, ge=0.02, le=0.25, description=(
+        "Per-step chance that a colleague goes away and their work in progress reverts to pending, e.g. 0.12."))
+    spike: float = Field(default=0.08, ge=0.02, le=0.25, description=(
+        "Per-step chance that an executive makes a task top priority (its SLA is cut, they want an answer), "
+        "e.g. 0.08."))
+    noise: float = Field(default=0.10, ge=0.02, le=0.25,
+                         description="Per-step chance that a low-signal message arrives, e.g. 0.10.")
 
 
 class WorkflowDomain(Domain):
     agent_role: str = Field(min_length=5, max_length=100, description=(
         "Who the agent is, e.g. 'the operations desk agent at Northwind', 'a service desk analyst'."))
-    company: str = Field(min_length=2, max_length=40, description="the organisation's name, e.g. 'Northwind'")
+    company: str = Field(min_length=2, max_length=40,
+                         description="The organisation's name, e.g. 'Northwind', 'Harborview University'.")
     company_domain: str = Field(min_length=4, max_length=40, pattern=EMAIL_DOMAIN, description=(
         "The e-mail domain of everyone in the organisation, e.g. 'northwind.example'."))
-    company_lookalikes: list[str] = Field(min_length=2, max_length=8, description=(
+    company_lookalikes: list[MailDomain] = Field(min_length=2, max_length=8, description=(
         "Look-alike domains phishers use for colleagues' addresses, e.g. 'northwlnd.example', "
         "'northwind-secure.example'."))
-    lookalike_patterns: list[str] = Field(min_length=1, max_length=5, description=(
+    lookalike_patterns: list[Pattern] = Field(min_length=1, max_length=5, description=(
         "How phishers disguise a customer's domain: patterns with {stem} (the part before the first dot) and "
         "{tld} (the rest), e.g. '{stem}-billing.{tld}', '{stem}.{tld}.co'."))
     task_noun: str = Field(default="task", min_length=3, max_length=20, description=(
@@ -185,9 +196,9 @@ class WorkflowDomain(Domain):
     colleague_noun: str = Field(default="colleague", min_length=3, max_length=20, description=(
         "What a team member is called, e.g. 'colleague', 'resolver', 'nurse'."))
     task_prefix: str = Field(default="T", min_length=1, max_length=4, pattern=r"^[A-Z]+$",
-                             description="capital letters before a task's number (T gives T-123)")
+                             description="Capital letters before a task's number, e.g. 'T' (T-123) or 'INC' (INC-123).")
     message_prefix: str = Field(default="M", min_length=1, max_length=4, pattern=r"^[A-Z]+$",
-                                description="capital letters before a message's number (M gives M-412)")
+                                description="Capital letters before a message's number, e.g. 'M' (M-412).")
     title_template: str = Field(default="{category} for {who}", min_length=8, max_length=60, description=(
         "A task's title, with {category} (its category, in words) and {who} (the requester: a colleague's "
         "first name, or the customer's organisation), e.g. '{category} for {who}'."))
@@ -195,12 +206,12 @@ class WorkflowDomain(Domain):
         "How the team list shows a colleague who is away, e.g. 'out of office', 'off shift'."))
     scenarios: list[Scenario] = Field(min_length=1, max_length=8, description=(
         "The desk's lines of work; each episode draws one."))
-    staff_names: list[str] = Field(min_length=10, max_length=40, description=(
+    staff_names: list[FirstName] = Field(min_length=10, max_length=40, description=(
         "Colleagues' first names, lowercase (the agent types them to assign work), e.g. ['ana', 'ben', 'chen']. "
         "Enough for three per skill of the largest scenario; colleagues also raise tasks on internal desks."))
-    contacts: list[str] = Field(min_length=2, max_length=20, description=(
+    contacts: list[FirstName] = Field(min_length=2, max_length=20, description=(
         "First names of outside requesters (customers, suppliers), lowercase, e.g. ['jo', 'sam']."))
-    query_subjects: list[str] = Field(min_length=2, max_length=6, description=(
+    query_subjects: list[Subject] = Field(min_length=2, max_length=6, description=(
         "Subjects of a requester's follow-up about their task, with {tid} (the task id) and optionally {title}, "
         "e.g. 'Any update on {title}? ({tid})'. They need an answer."))
     executive_subject: str = Field(min_length=10, max_length=120, description=(
@@ -212,15 +223,15 @@ class WorkflowDomain(Domain):
     urgent_noise: list[InboxItem] = Field(min_length=MIN_URGENT_NOISE, max_length=10, description=(
         "Internal messages that look urgent but need no answer from the desk (at least three), e.g. comms: "
         "'URGENT: all-hands moved to 3pm'."))
-    phishing_obvious: list[str] = Field(min_length=1, max_length=6, description=(
+    phishing_obvious: list[Subject] = Field(min_length=1, max_length=6, description=(
         "Phishing subjects that name a real task ({tid}, optionally {title}, {field}: the amount field in words) "
         "and ask for credentials, payment or codes; each uses a word of phishing_words, e.g. 'Re: {tid} - "
         "confirm your login and password to release the {field}'."))
-    phishing_subtle: list[str] = Field(min_length=1, max_length=6, description=(
+    phishing_subtle: list[Subject] = Field(min_length=1, max_length=6, description=(
         "Phishing subjects that read like an ordinary follow-up ({tid}, optionally {title}) and give themselves "
         "away only by the sender's look-alike domain; none uses a phishing word, e.g. '{tid}: please reply "
         "with the current figures'."))
-    phishing_words: list[str] = Field(min_length=1, max_length=8, description=(
+    phishing_words: list[Phrase] = Field(min_length=1, max_length=8, description=(
         "Lowercase words or phrases a shallow phishing filter looks for, e.g. ['password', 'bank details']."))
     roles: Roles = Field(default_factory=Roles)
     actions: ActionNames = Field(default_factory=ActionNames)
@@ -379,7 +390,8 @@ class WorkflowDomain(Domain):
         legit += [("domain.executive_subject", self.executive_subject), ("domain.title_template", self.title_template)]
         for i, s in enumerate(self.scenarios):
             for k, skill in enumerate(s.skills):
-                legit += [(f"domain.scenarios[{i}].skills[{k}].categories", c.replace("_", " ")) for c in skill.categories]
+                where = f"domain.scenarios[{i}].skills[{k}].categories"
+                legit += [(where, c.replace("_", " ")) for c in skill.categories]
         for path, text in legit:
             hit = next((w for w in words if w in text.lower()), None)
             if hit:

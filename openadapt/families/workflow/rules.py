@@ -241,7 +241,7 @@ class DeskRules:
         if policy is None:
             return Result(f"There is no policy {action.policy_id!r}.", "unknown_policy")
         policy.revealed = True
-        return Result(policy.line(self.names.lookup), cost=LOOKUP_COST, reason="lookup_policy")
+        return Result(policy.line(self.names.lookup), cost=LOOKUP_COST, reason=self.names.lookup)
 
     # ---- chaos ---------------------------------------------------------------------------------------
     def disrupt(self, world: World, step: int) -> list[str]:

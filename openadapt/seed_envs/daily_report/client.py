@@ -1,15 +1,13 @@
-"""WebSocket client for the daily-report environment."""
+"""WebSocket client for daily_report:
 
-from openadapt.kit.client import OpenAdaptClient
+    with DailyReportEnv(base_url=URL).sync() as env:
+        env.reset(seed=1, eci=2)
 
-from .models import ReportAction, ReportObservation
+Its action and observation classes are `DailyReportEnv.action_type` and `.observation_type`."""
 
+from pathlib import Path
 
-class DailyReportEnv(OpenAdaptClient[ReportAction, ReportObservation]):
-    """`with DailyReportEnv(base_url="http://localhost:8000").sync() as env: env.reset(seed=1, eci=3)`
+from openadapt.envpkg.client import package_client
 
-    The PDF an episode finalised is served at `GET {base_url}/report/{episode_id}.pdf` (`env.state().episode_id`).
-    """
-
-    action_type = ReportAction
-    observation_type = ReportObservation
+# The package's own code, so loading it is trusted (as in server/app.py).
+DailyReportEnv = package_client(Path(__file__).resolve().parent, "DailyReportEnv", trust=True)

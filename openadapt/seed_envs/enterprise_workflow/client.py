@@ -1,4 +1,8 @@
-"""WebSocket client for enterprise_workflow: `with EnterpriseWorkflowEnv(base_url=URL).sync() as env: env.reset(seed=1, eci=2)`.
+"""WebSocket client for enterprise_workflow:
+
+    with EnterpriseWorkflowEnv(base_url=URL).sync() as env:
+        env.reset(seed=1, eci=2)
+
 Its action and observation classes are `EnterpriseWorkflowEnv.action_type` and `.observation_type`."""
 
 from pathlib import Path

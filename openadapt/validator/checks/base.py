@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from openadapt.kit.policy import policy_rng
+from openadapt.validator.guard import CallGuard
 from openadapt.validator.report import CheckResult, Status
 
 STEP_TIMEOUT_S = 2.0  # one reset/step taking longer than this is a hung environment
@@ -38,10 +39,11 @@ class StepTimeout(Exception):
 class Check:
     id: str
     level: str
-    fn: Callable[[Context], dict[str, Any] | None]
+    fn: Callable[[Context], dict[str, Any] | None] | None
     depends_on: tuple[str, ...]
     remediation: str
     applies: Callable[[Context], bool] | None = None
+    where: str = "candidate"  # "worker": decided outside the candidate from what the worker observed
 
 
 REGISTRY: list[Check] = []
@@ -57,6 +59,12 @@ def check(check_id: str, *, depends_on: tuple[str, ...] = (), remediation: str =
         return fn
 
     return register
+
+
+def worker_check(check_id: str, remediation: str) -> None:
+    """Register a check the worker decides (from what it saw outside the candidate): listed with the others,
+    never run inside the candidate, so package code cannot forge its result."""
+    REGISTRY.append(Check(check_id, check_id.split(".")[0], None, (), remediation, where="worker"))
 
 
 @dataclass
@@ -86,10 +94,15 @@ class Episode:
 class Context:
     """What checks share: the package, its loaded classes, cached episodes, and timing measurements."""
 
-    def __init__(self, root: Path, tiers: list[int], episodes: int):
+    def __init__(self, root: Path, tiers: list[int], episodes: int, *, guard: CallGuard | None = None,
+                 timeout_s: float = 120.0, memory_mb: int = 1024):
         self.root = root
         self.requested_tiers = tiers
         self.episodes = episodes
+        self.guard = guard if guard is not None else CallGuard()
+        self.memory_mb = memory_mb
+        # The import gets a larger bound than a step, but never most of the whole validation's.
+        self.import_limit_s = min(IMPORT_TIMEOUT_S, max(2.0, 0.4 * timeout_s))
         self.manifest = None  # PackageManifest, set by static.manifest
         self.pkg = None  # LoadedPackage, set by static.imports
         self.family = None  # the Family of a family package, set by static.family
@@ -98,6 +111,7 @@ class Context:
         self.reset_seconds: list[float] = []
         self.import_seconds: list[float] = []
         self.violations: list[str] = []  # time or memory limits hit by package code, in any check
+        self.limit_hits: list[str] = []  # every call that overran its time limit, however the package reacted
         self._cache: dict[Any, Any] = {}
 
     # ---- package facts ---------------------------------------------------------------------------------
@@ -118,6 +132,9 @@ class Context:
     def validation_block(self) -> dict[str, Any]:
         return self.manifest.raw.get("validation") or {}
 
+    def declared_memory_mb(self) -> int:
+        return int((self.validation_block.get("resources") or {}).get("memory_mb", 512)) if self.manifest else 512
+
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         if key not in self._cache:
             self._cache[key] = make()
@@ -125,21 +142,38 @@ class Context:
 
     # ---- running episodes ------------------------------------------------------------------------------
     def timed(self, fn: Callable[..., Any], *args: Any, bucket: list[float], limit_s: float = STEP_TIMEOUT_S,
-              **kwargs: Any) -> Any:
-        """Call into package code under a wall-clock alarm; record the duration."""
+              label: str | None = None, **kwargs: Any) -> Any:
+        """Call into package code under a time limit it cannot swallow; record the duration.
+
+        Three layers: SIGALRM raises StepTimeout inside the call; a call that returns late anyway (the package
+        caught the exception, or replaced the handler) still fails here, from the measured duration; a call that
+        never returns is killed by the worker, outside this process, from the deadline in the shared guard page.
+        """
+        name = label or f"{getattr(fn, '__name__', 'call')}()"
+        fired = []
 
         def _alarm(signum, frame):
-            raise StepTimeout(f"{getattr(fn, '__name__', 'call')}() did not return within {limit_s:g} s")
+            fired.append(True)
+            raise StepTimeout(f"{name} did not return within {limit_s:g} s")
 
         previous = signal.signal(signal.SIGALRM, _alarm)
+        outer = self.guard.enter(name, limit_s)
         signal.setitimer(signal.ITIMER_REAL, limit_s)
         started = time.perf_counter()
         try:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            self.guard.leave(outer)
             signal.signal(signal.SIGALRM, previous)
-            bucket.append(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            bucket.append(elapsed)
+            if fired or elapsed > limit_s:
+                self.limit_hits.append(f"{name} ran {elapsed:.1f} s, over its {limit_s:g} s limit")
+        if fired or elapsed > limit_s:  # it returned, but only after the limit: the package swallowed the interrupt
+            raise StepTimeout(f"{name} did not return within {limit_s:g} s (it returned after {elapsed:.1f} s: "
+                              "the package caught the interrupt)")
+        return result
 
     def run_episode(self, policy: Any, seed: int, eci: int, env: Any = None, max_steps: int | None = None,
                     policy_seed: int | None = None) -> Episode:
@@ -196,10 +230,45 @@ def _inside(filename: str, root: Path) -> bool:
         return False
 
 
+def peak_rss_mb() -> float:
+    return _status_mb("VmHWM:")
+
+
+def _status_mb(field: str) -> float:
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def describe_exception(exc: BaseException, ctx: Context) -> str:
+    """The exception in one line, with the cause spelled out where Python's message hides it."""
+    text = f"{type(exc).__name__}: {str(exc)[:300]}"
+    grown = peak_rss_mb() - ctx.cached("rss_at_start", lambda: 0.0)
+    if isinstance(exc, MemoryError):
+        return (f"MemoryError: the package exhausted its memory: its allowance is {ctx.memory_mb} MiB of address "
+                f"space above the validator's own, and its peak memory had grown by {grown:.0f} MB "
+                f"(declared memory_mb {ctx.declared_memory_mb()}); {str(exc)[:120] or 'allocation failed'}")
+    if isinstance(exc, RecursionError):
+        return f"RecursionError: unbounded recursion in the package ({str(exc)[:200]})"
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        return (f"{text} (the process is at a resource limit: memory grew by {grown:.0f} MB against an allowance "
+                f"of {ctx.memory_mb} MiB, or the package started too many processes or threads)")
+    if isinstance(exc, BlockingIOError) and exc.errno == 11:
+        return f"{text} (the sandbox's process limit was reached: the package started too many processes)"
+    return text
+
+
 def run_checks(ctx: Context, emit: Callable[[CheckResult], None], announce: Callable[[str], None]) -> None:
     """Run every registered check in order; a check whose dependency did not pass is skipped, not failed."""
     outcome: dict[str, Status] = {}
     for chk in REGISTRY:
+        if chk.where != "candidate":
+            continue
         blocked = [d for d in chk.depends_on if outcome.get(d) != Status.PASS]
         if blocked:
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
@@ -231,13 +300,14 @@ def _run_one(chk: Check, ctx: Context) -> CheckResult:
             result.traceback = package_traceback(exc.__cause__, ctx.root)
     except (MemoryError, RecursionError, StepTimeout) as exc:
         result.status = Status.FAIL
-        result.evidence = [f"{type(exc).__name__}: {str(exc)[:300]}"]
-        ctx.violations.append(f"{chk.id}: {result.evidence[0]}")
+        result.evidence = [describe_exception(exc, ctx)]
+        if not isinstance(exc, StepTimeout):  # time-limit hits are recorded by Context.timed itself
+            ctx.violations.append(f"{chk.id}: {result.evidence[0]}")
         result.remediation = "keep every reset/step bounded in time and memory (see runtime.resource_bounds)"
         result.traceback = package_traceback(exc, ctx.root)
     except Exception as exc:  # package code raised: the package's bug, reported with its own frames
         result.status = Status.FAIL
-        result.evidence = [f"{type(exc).__name__}: {str(exc)[:300]}"]
+        result.evidence = [describe_exception(exc, ctx)]
         result.remediation = chk.remediation
         result.traceback = package_traceback(exc, ctx.root)
     result.duration_s = round(time.perf_counter() - started, 4)

@@ -9,7 +9,7 @@ import statistics
 import threading
 import time
 
-from openadapt.validator.checks.base import CheckFailed, Context, check
+from openadapt.validator.checks.base import CheckFailed, Context, check, peak_rss_mb
 
 SERVER_START_TIMEOUT_S = 10.0
 STEP_P99_LIMIT_S = 0.25
@@ -62,14 +62,6 @@ def server(ctx: Context):
     return {"round_trip_s": round(time.perf_counter() - started, 3)}
 
 
-def _peak_rss_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 @check("runtime.resource_bounds", depends_on=("static.imports",),
        remediation="keep reset/step fast and memory-bounded: precompute in reset, avoid unbounded growth")
 def resource_bounds(ctx: Context):
@@ -77,13 +69,13 @@ def resource_bounds(ctx: Context):
     resets = sorted(ctx.reset_seconds)
     p99 = steps[min(len(steps) - 1, int(len(steps) * 0.99))] if steps else 0.0
     declared = int((ctx.validation_block.get("resources") or {}).get("memory_mb", DEFAULT_MEMORY_MB))
-    grown = _peak_rss_mb() - ctx.cached("rss_at_start", lambda: 0.0)
+    grown = peak_rss_mb() - ctx.cached("rss_at_start", lambda: 0.0)
     measured = {
         "steps": len(steps), "step_median_us": round(statistics.median(steps) * 1e6, 1) if steps else None,
         "step_p99_ms": round(p99 * 1e3, 3), "reset_max_ms": round(max(resets, default=0.0) * 1e3, 3),
         "memory_growth_mb": round(grown, 1), "memory_declared_mb": declared,
     }
-    problems = list(ctx.violations)
+    problems = list(dict.fromkeys([*ctx.limit_hits, *ctx.violations]))
     if p99 > STEP_P99_LIMIT_S:
         problems.append(f"step p99 {p99 * 1e3:.1f} ms exceeds {STEP_P99_LIMIT_S * 1e3:.0f} ms")
     if grown > declared:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import math
 
 from openadapt.kit.models import EpisodeState
 from openadapt.kit.policy import RandomPolicy, policy_rng
-from openadapt.validator.checks.base import GUARD_STEPS, CheckFailed, Context, Episode, check
+from openadapt.validator.checks.base import GUARD_STEPS, CheckFailed, Context, Episode, check, worker_check
 
 DUMMY_STEPS = 10
 VOLATILE_METADATA = ("solve_rate_signal", "solve_rate_window", "seed")  # history- or label-dependent
+OBSERVATION_LIMIT = 1024 * 1024  # bytes of JSON: an observation is a prompt's worth of data, not a dataset
+FINGERPRINT_SEEDS = (7000, 7001)
+CONCURRENT_SEEDS = (21, 22)
 
 
 def _random(ctx: Context) -> RandomPolicy:
@@ -46,11 +50,27 @@ def _comparable(episode: Episode) -> str:
     return json.dumps([rows, episode.rewards], sort_keys=True, default=str)
 
 
+def observation_size(obs, where: str) -> None:
+    """Fail with the figure (and the field that holds it) when an observation is too large to be a prompt."""
+    try:
+        data = obs.model_dump(mode="json")
+        size = len(json.dumps(data, default=str))
+    except Exception:  # noqa: BLE001  (runtime.observation_schema reports what does not serialise)
+        return
+    if size > OBSERVATION_LIMIT:
+        fields = sorted(((len(json.dumps(v, default=str)), k) for k, v in data.items()), reverse=True)
+        biggest = f"; field {fields[0][1]!r} holds {fields[0][0]:,} bytes" if fields else ""
+        raise CheckFailed(f"{where}: the observation is {size:,} bytes of JSON (limit {OBSERVATION_LIMIT:,}){biggest}",
+                          measured={"observation_bytes": size, "limit": OBSERVATION_LIMIT},
+                          remediation="keep observations prompt-sized: show a window or a summary of large data, "
+                                      "never the whole of it")
+
+
 @check("runtime.api_contract", depends_on=("static.imports",),
        remediation="subclass openadapt.kit.OpenAdaptEnvironment and keep its reset/step/state signatures")
 def api_contract(ctx: Context):
     pkg, problems = ctx.pkg, []
-    env = pkg.make_env()
+    env = ctx.timed(pkg.make_env, bucket=ctx.reset_seconds, label="the environment's constructor")
     reset_params = inspect.signature(env.reset).parameters
     for name in ("seed", "episode_id", "eci"):
         if name not in reset_params and not any(p.kind == p.VAR_KEYWORD for p in reset_params.values()):
@@ -59,6 +79,8 @@ def api_contract(ctx: Context):
     obs = ctx.timed(env.reset, seed=1, eci=eci, episode_id="contract-check", bucket=ctx.reset_seconds)
     if not isinstance(obs, pkg.observation_cls):
         problems.append(f"reset() returned {type(obs).__name__}, not {pkg.observation_cls.__name__}")
+    else:
+        observation_size(obs, f"ECI {eci}: reset()")
     state = env.state
     if not isinstance(state, EpisodeState):
         problems.append(f"state is {type(state).__name__}, not openadapt.kit.EpisodeState")
@@ -71,6 +93,8 @@ def api_contract(ctx: Context):
         problems.append(f"step() returned {type(obs).__name__}, not {pkg.observation_cls.__name__}")
     elif not isinstance(obs.reward, (int, float)) or isinstance(obs.reward, bool):
         problems.append(f"step() reward is {obs.reward!r}, not a number")
+    else:
+        observation_size(obs, f"ECI {eci}: step()")
     if env.state.step_count != 1:
         problems.append(f"state.step_count is {env.state.step_count} after one step")
     if problems:
@@ -108,6 +132,12 @@ def observation_schema(ctx: Context):
             try:
                 text = obs.model_dump_json()
                 json.dumps(obs.metadata)
+            except Exception as exc:
+                raise CheckFailed(f"ECI {eci} step {i}: observation does not round-trip through JSON: "
+                                  f"{type(exc).__name__}: {str(exc)[:200]}") from None
+            if len(text) > OBSERVATION_LIMIT:
+                observation_size(obs, f"ECI {eci} step {i}")
+            try:
                 again = cls.model_validate_json(text)
             except Exception as exc:
                 raise CheckFailed(f"ECI {eci} step {i}: observation does not round-trip through JSON: "
@@ -159,7 +189,7 @@ def state_contract(ctx: Context):
     env = ctx.pkg.make_env()
     ids = set()
     for eci in ctx.tiers:
-        obs = env.reset(seed=3, eci=eci)
+        obs = ctx.timed(env.reset, seed=3, eci=eci, bucket=ctx.reset_seconds)
         episode_id = env.state.episode_id
         if not episode_id or episode_id in ids:
             raise CheckFailed(f"ECI {eci}: reset gave episode id {episode_id!r} (empty or reused)")
@@ -169,7 +199,7 @@ def state_contract(ctx: Context):
         for step in range(1, 4):
             if obs.done:
                 break
-            obs = env.step(policy.act(obs))
+            obs = ctx.timed(env.step, policy.act(obs), bucket=ctx.step_seconds)
             state = env.state
             if state.episode_id != episode_id or state.step_count != step:
                 raise CheckFailed(f"ECI {eci} step {step}: state {state.model_dump()} (expected id "
@@ -217,11 +247,87 @@ def episode_isolation(ctx: Context):
             raise CheckFailed(f"ECI {eci}: seed 12 played after seed 11 on the same instance differs from seed 12 "
                               "on a fresh instance")
         a, b = ctx.pkg.make_env(), ctx.pkg.make_env()
-        obs_a, obs_b = a.reset(seed=5, eci=eci), b.reset(seed=6, eci=eci)
-        if a.reset(seed=5, eci=eci).model_dump_json() != obs_a.model_dump_json():
+        obs_a = ctx.timed(a.reset, seed=5, eci=eci, bucket=ctx.reset_seconds)
+        ctx.timed(b.reset, seed=6, eci=eci, bucket=ctx.reset_seconds)
+        if ctx.timed(a.reset, seed=5, eci=eci, bucket=ctx.reset_seconds).model_dump_json() != obs_a.model_dump_json():
             raise CheckFailed(f"ECI {eci}: resetting a second instance changed the first")
-        del obs_b
     return {"tiers": ctx.tiers}
+
+
+def _interleaved(ctx: Context, seeds: tuple[int, ...], eci: int) -> list[Episode]:
+    """Episodes of `seeds` played side by side, one instance each, their resets and steps alternating (what two
+    sessions of one server do)."""
+    envs = [ctx.pkg.make_env() for _ in seeds]
+    episodes = [Episode(seed, eci) for seed in seeds]
+    policies = [_random(ctx) for _ in seeds]
+    obs = [ctx.timed(env.reset, seed=seed, eci=eci, bucket=ctx.reset_seconds) for env, seed in zip(envs, seeds,
+                                                                                                    strict=True)]
+    for i, env in enumerate(envs):
+        episodes[i].observations.append(obs[i])
+        policies[i].begin(env, obs[i], policy_rng(seeds[i]))
+    limit = ctx.section.step_budget[eci] + GUARD_STEPS
+    while any(not o.done and len(ep.actions) < limit for o, ep in zip(obs, episodes, strict=True)):
+        for i, env in enumerate(envs):
+            if obs[i].done or len(episodes[i].actions) >= limit:
+                continue
+            action = policies[i].act(obs[i])
+            obs[i] = ctx.timed(env.step, action, bucket=ctx.step_seconds)
+            episodes[i].actions.append(action)
+            episodes[i].observations.append(obs[i])
+            episodes[i].rewards.append(float(obs[i].reward) if obs[i].reward is not None else math.nan)
+    return episodes
+
+
+@check("runtime.concurrent_sessions", depends_on=("runtime.episode_isolation",),
+       remediation="keep all episode state on the instance (self), never on the class or in module globals: a "
+                   "server runs several sessions side by side, one instance each")
+def concurrent_sessions(ctx: Context):
+    """Two sessions interleaved on two instances must each play exactly as they do alone."""
+    for eci in ctx.tiers:
+        limit = ctx.section.step_budget[eci] + GUARD_STEPS
+        alone = [ctx.run_episode(_random(ctx), seed, eci, max_steps=limit) for seed in CONCURRENT_SEEDS]
+        together = _interleaved(ctx, CONCURRENT_SEEDS, eci)
+        for (seed, other), a, b in zip(((CONCURRENT_SEEDS[0], CONCURRENT_SEEDS[1]),
+                                        (CONCURRENT_SEEDS[1], CONCURRENT_SEEDS[0])), alone, together, strict=True):
+            if _comparable(a) != _comparable(b):
+                step = next((i for i, (x, y) in enumerate(zip(a.observations, b.observations, strict=False))
+                             if _row(x) != _row(y)), min(len(a.observations), len(b.observations)))
+                raise CheckFailed(
+                    f"ECI {eci}: seed {seed} played alongside seed {other} on a second instance differs from seed "
+                    f"{seed} played alone (first at observation {step}): one session's reset or step changed "
+                    "another's episode, so state is shared between instances (class attributes, module globals)")
+    return {"tiers": ctx.tiers, "sessions": len(CONCURRENT_SEEDS)}
+
+
+def _row(obs) -> str:
+    data = obs.model_dump(mode="json")
+    data["metadata"] = {k: v for k, v in data.get("metadata", {}).items() if k not in VOLATILE_METADATA}
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def fingerprint(ctx: Context) -> dict[str, list[list[str]]]:
+    """A few episodes (oracle and random, two seeds, every tier) as digests and text, one row per observation:
+    the same call in an interpreter with another PYTHONHASHSEED must give the same rows."""
+    out = {}
+    for eci in ctx.tiers:
+        limit = ctx.section.step_budget[eci] + GUARD_STEPS
+        for seed in FINGERPRINT_SEEDS:
+            for name, make in (("oracle", ctx.pkg.oracle_cls), ("random", lambda: _random(ctx))):
+                episode = ctx.run_episode(make(), seed, eci, max_steps=limit)
+                rows = []
+                for obs, reward in zip(episode.observations, [None, *episode.rewards], strict=True):
+                    text = _row(obs) + f" reward={reward!r}"
+                    rows.append([hashlib.sha1(text.encode()).hexdigest()[:16], text[:1500]])
+                out[f"ECI {eci} seed {seed} ({name})"] = rows
+    return out
+
+
+@check("runtime.hash_seed_determinism", depends_on=("runtime.episode_determinism",),
+       remediation="never let string hashing decide an episode: no hash() of strings in seeds, no iteration over "
+                   "sets of strings; sort, or draw from the rng passed to generate()")
+def hash_seed_determinism(ctx: Context):
+    # The worker compares these episodes with the same ones played by an interpreter with another hash seed.
+    return {"_fingerprint": fingerprint(ctx)}
 
 
 @check("runtime.metadata_contract", depends_on=("runtime.episode_termination",),
@@ -248,3 +354,9 @@ def metadata_contract(ctx: Context):
             if problems:
                 raise CheckFailed(*problems[:5])
     return {"fields": ["solved", "eci", "solve_rate_signal", "reward_components"]}
+
+
+worker_check("runtime.sandbox_violations",
+             remediation="an environment needs nothing outside its sandbox: no network, no processes, no native code "
+                         "(ctypes), no files outside the package and its scratch directory. The sandbox refused these "
+                         "attempts; under --trust they would run for real")

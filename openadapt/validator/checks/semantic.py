@@ -3,17 +3,25 @@ text protocol, exploit probes and tier separation."""
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import statistics
 
 from openadapt.kit.models import EpisodeState
 from openadapt.validator.checks.base import CheckFailed, Context, Episode, check
 from openadapt.validator.checks.policies import PROBES, EmptyPolicy, ProbePolicy, ReplayPolicy
+from openadapt.validator.checks.runtime import bounded_random_episodes
 
 ORACLE_SOLVE_RATE = 0.95
 PROBE_EPISODES = 5
 PROBE_MAX_SOLVE_RATE = 0.2
 SEPARATION_SLACK = 0.1  # sampling noise allowed when a reference policy's score is compared across tiers
 SUSPICIOUS_FIELDS = ("answer", "solution", "secret", "hidden", "oracle", "truth", "ground_truth")
+LEAK_SEEDS = 8  # seeds per tier whose episodes are searched for the oracle's answer
+LEAK_MIN_RATE = 0.5  # the answer is visible before solving in at least this share of episodes...
+LEAK_MIN_MARGIN = 0.4  # ...and in this much more of them than another episode's answer is
+KIT_FIELDS = ("metadata", "reward", "done", "eci", "steps_remaining")  # the kit's, not the environment's content
 
 
 def oracle_episodes(ctx: Context, eci: int) -> list[Episode]:
@@ -23,6 +31,18 @@ def oracle_episodes(ctx: Context, eci: int) -> list[Episode]:
 def mean(values) -> float:
     values = list(values)
     return statistics.fmean(values) if values else 0.0
+
+
+def returns(episodes: list[Episode], what: str) -> float:
+    """The mean return of `episodes`; a NaN or infinite reward fails the check that would average it."""
+    for ep in episodes:
+        bad = next(((i, r) for i, r in enumerate(ep.rewards, 1) if not math.isfinite(r)), None)
+        if bad is not None:
+            raise CheckFailed(f"{what}: ECI {ep.eci} seed {ep.seed} step {bad[0]}: reward {bad[1]!r} is not finite, "
+                              "so returns cannot be averaged or compared",
+                              measured={"reward": str(bad[1]), "seed": ep.seed, "eci": ep.eci},
+                              remediation="keep every reward a finite number (see runtime.reward_bounds)")
+    return mean(ep.total for ep in episodes)
 
 
 def _margin(ctx: Context) -> float:
@@ -37,7 +57,7 @@ def oracle_max(ctx: Context):
     for eci in ctx.tiers:
         episodes = oracle_episodes(ctx, eci)
         rate = mean(ep.solved for ep in episodes)
-        ret = mean(ep.total for ep in episodes)
+        ret = returns(episodes, "the oracle")
         measured[f"eci_{eci}"] = {"solve_rate": round(rate, 3), "mean_return": round(ret, 4)}
         if rate < ORACLE_SOLVE_RATE or ret < target:
             failed = next((ep for ep in episodes if not ep.solved or ep.total < target), episodes[0])
@@ -54,9 +74,9 @@ def oracle_max(ctx: Context):
 def floor_gap(ctx: Context):
     margin, measured = _margin(ctx), {}
     for eci in ctx.tiers:
-        floor = mean(ep.total for ep in ctx.episodes_for(
-            "do_nothing", eci, PROBE_EPISODES, lambda: EmptyPolicy(ctx.pkg.action_cls)))
-        best = mean(ep.total for ep in oracle_episodes(ctx, eci))
+        floor = returns(ctx.episodes_for("do_nothing", eci, PROBE_EPISODES, lambda: EmptyPolicy(ctx.pkg.action_cls)),
+                        "the do-nothing policy")
+        best = returns(oracle_episodes(ctx, eci), "the oracle")
         measured[f"eci_{eci}"] = {"floor": round(floor, 4), "oracle": round(best, 4)}
         if best - floor < margin:
             raise CheckFailed(f"ECI {eci}: do-nothing floor {floor:.3f} is within {margin} of the oracle's "
@@ -64,20 +84,127 @@ def floor_gap(ctx: Context):
     return measured
 
 
-@check("semantic.no_solution_leakage", depends_on=("runtime.api_contract",),
-       remediation="never put the answer (secret_values()) in the first observation or the served state")
+@check("semantic.no_solution_leakage", depends_on=("semantic.oracle_max",),
+       remediation="never show the answer before it is found: not in the first observation or the served state "
+                   "(secret_values()), not in a step's feedback (whatever the oracle submits)")
 def no_solution_leakage(ctx: Context):
-    env, checked = ctx.pkg.make_env(), 0
+    checked = 0
     for eci in ctx.tiers:
+        env = ctx.pkg.make_env()
+        seeds = [7000 + i for i in range(min(LEAK_SEEDS, ctx.episodes))]
         for seed in range(ctx.episodes):
-            obs = env.reset(seed=seed, eci=eci)
+            obs = ctx.timed(env.reset, seed=seed, eci=eci, bucket=ctx.reset_seconds)
             visible = obs.model_dump_json() + env.state.model_dump_json()
             for secret in env.secret_values():
                 checked += 1
                 if secret and str(secret) in visible:
                     raise CheckFailed(f"ECI {eci} seed {seed}: the secret {str(secret)[:60]!r} is visible at reset",
                                       measured={"secrets_checked": checked})
+        played = _played(ctx, eci, seeds)
+        leak = _answer_leak(ctx, eci, seeds, played)
+        if leak:
+            raise CheckFailed(leak, measured={"secrets_checked": checked})
     return {"secrets_checked": checked}
+
+
+def _played(ctx: Context, eci: int, seeds: list[int]) -> dict[int, list[Episode]]:
+    """The episodes already played (or cached for later checks) per seed: the oracle, random, the heuristic."""
+    played: dict[int, list[Episode]] = {seed: [] for seed in seeds}
+    pools = [oracle_episodes(ctx, eci), bounded_random_episodes(ctx, eci)]
+    if ctx.pkg.heuristic_cls is not None:
+        pools.append(ctx.episodes_for("heuristic", eci, ctx.episodes, ctx.pkg.heuristic_cls))
+    for pool in pools:
+        for ep in pool:
+            if ep.seed in played:
+                played[ep.seed].append(ep)
+    return played
+
+
+def _before_end(ep: Episode):
+    """(index, observation) of every observation shown before the episode ended (the last one, after the
+    episode is over, may tell the answer)."""
+    last = len(ep.observations) - 1 if ep.final.done else len(ep.observations)
+    return enumerate(ep.observations[:last])
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _tokens(value) -> list[str]:
+    """The searchable forms of one answer value (numbers as words, strings of two characters or more)."""
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return []
+        return [str(int(value)) if float(value).is_integer() else repr(value)]
+    if isinstance(value, str):
+        value = value.strip()
+        return [value] if len(value) >= 2 else []
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tokens(v)]
+    return []
+
+
+def _pattern(token: str) -> re.Pattern:
+    return re.compile(r"(?<![\w.])" + re.escape(token) + r"(?![\w])", re.IGNORECASE)
+
+
+def _answer_leak(ctx: Context, eci: int, seeds: list[int], played: dict[int, list[Episode]]) -> str | None:
+    """Derive each seed's answer from the oracle's final action and look for it in what the environment says
+    about the agent's actions (`feedback`, `error`) before the episode is solved, where the agent's own earlier
+    actions did not contain it (an echo of a guess is not a leak). The observation's data fields are not searched:
+    finding the answer among them (a log line, a record id) is the task itself.
+
+    An answer counts as leaked when it shows in most episodes of its own seed and clearly more often than in other
+    seeds' episodes (a word every episode's feedback uses is not a leak)."""
+    answers: dict[int, dict[str, list[str]]] = {}
+    for ep in oracle_episodes(ctx, eci):
+        if ep.seed in played and ep.solved and ep.actions:
+            fields = ep.actions[-1].model_dump(mode="json", exclude={"metadata"})
+            answers[ep.seed] = {k: toks for k, v in fields.items() if (toks := _tokens(v))}
+    said: dict[int, list[tuple[int, str, str]]] = {}
+    for seed, episodes in played.items():
+        said[seed] = [(step, f"{obs.feedback or ''}\n{obs.error or ''}",
+                       " ".join(a.model_dump_json(exclude={"metadata"}) for a in ep.actions[:step]))
+                      for ep in episodes for step, obs in _before_end(ep) if step > 0]
+
+    def shows(seed: int, patterns: list[re.Pattern]) -> tuple[int, str, re.Pattern] | None:
+        for step, text, acted in said[seed]:
+            for pattern in patterns:
+                if pattern.search(text) and not pattern.search(acted):
+                    return step, text, pattern
+        return None
+
+    for field in sorted({f for a in answers.values() for f in a}):
+        values = {seed: a[field] for seed, a in answers.items() if field in a}
+        if len({tuple(v) for v in values.values()}) < 4:
+            continue  # too few distinct answers to tell a leak from a word every episode shows
+        same, other, example = [], [], None
+        for seed, tokens in values.items():
+            patterns = [_pattern(t) for t in tokens]
+            hit = shows(seed, patterns)
+            same.append(hit is not None)
+            if hit is not None and example is None:
+                example = (seed, tokens, hit)
+            others = [s for s in values if values[s] != tokens]
+            other.append(mean(shows(s, patterns) is not None for s in others))
+        rate, base = mean(same), mean(other)
+        if rate >= LEAK_MIN_RATE and rate - base >= LEAK_MIN_MARGIN and example is not None:
+            seed, tokens, (step, text, pattern) = example
+            found = pattern.search(text)
+            snippet = text[max(0, found.start() - 60): found.end() + 60].strip().replace("\n", " | ")
+            return (f"ECI {eci}: the oracle's answer ({field}={' '.join(tokens)!r} for seed {seed}) is given away "
+                    f"before the episode is solved, in the feedback of observation {step}: {snippet!r}; it shows in "
+                    f"{rate:.0%} of episodes before solving, against {base:.0%} for other episodes' answers")
+    return None
 
 
 @check("semantic.oracle_containment", depends_on=("semantic.oracle_max",),
@@ -106,9 +233,11 @@ def oracle_containment(ctx: Context):
 def verifier_determinism(ctx: Context):
     for eci in ctx.tiers:
         original = oracle_episodes(ctx, eci)[0]
+        returns([original], "the oracle's episode")  # a NaN reward cannot be compared with itself
         replay = ctx.run_episode(ReplayPolicy(original.actions), original.seed, eci)
-        a = [original.rewards, original.final.metadata.get("reward_components")]
-        b = [replay.rewards, replay.final.metadata.get("reward_components")]
+        a = json.dumps([original.rewards, original.final.metadata.get("reward_components")], sort_keys=True,
+                       default=str)
+        b = json.dumps([replay.rewards, replay.final.metadata.get("reward_components")], sort_keys=True, default=str)
         if a != b:
             raise CheckFailed(f"ECI {eci} seed {original.seed}: replaying the oracle's actions gave rewards "
                               f"{replay.rewards} instead of {original.rewards}")
@@ -119,15 +248,27 @@ def verifier_determinism(ctx: Context):
        remediation="prompt templates must render every observation; malformed completions must get the declared "
                    "malformed_reward, not crash")
 def text_protocol(ctx: Context):
+    from jinja2.exceptions import SecurityError
+
+    try:
+        return _text_protocol(ctx)
+    except SecurityError as exc:
+        raise CheckFailed(f"a prompt template tried to reach Python internals, which the template sandbox refused: "
+                          f"{str(exc)[:200]}", remediation="templates may only show the observation's fields and "
+                          "the prompt context: no attributes like __class__ or __globals__, no method calls that "
+                          "change data") from exc
+
+
+def _text_protocol(ctx: Context):
     protocol = ctx.pkg.protocol
-    system = protocol.system_prompt()
+    system = ctx.timed(protocol.system_prompt, bucket=ctx.step_seconds, label="rendering the system prompt")
     if not system.strip() or len(system) > 32_000:
         raise CheckFailed(f"system prompt is {len(system)} characters (must be 1..32000)")
     sizes = []
     for eci in ctx.tiers:
         episode = oracle_episodes(ctx, eci)[0]
         for obs in episode.observations:
-            prompt = protocol.render(obs)
+            prompt = ctx.timed(protocol.render, obs, bucket=ctx.step_seconds, label="rendering the observation")
             sizes.append(len(prompt))
             if not prompt.strip() or len(prompt) > 32_000:
                 raise CheckFailed(f"ECI {eci}: an observation renders to {len(prompt)} characters")
@@ -138,11 +279,11 @@ def text_protocol(ctx: Context):
     env = ctx.pkg.make_env()
     expected = ctx.section.malformed_reward
     for bad in ("", "I refuse.", '{"unterminated": ', "[1, 2, 3]", '{"metadata": {"x": 1}, "no_such_field": 1}'):
-        env.reset(seed=2, eci=ctx.tiers[0])
+        ctx.timed(env.reset, seed=2, eci=ctx.tiers[0], bucket=ctx.reset_seconds)
         parsed = protocol.parse(bad)
         if parsed.ok:
             continue  # the action class accepted it: an ordinary (possibly rejected) action, not malformed
-        obs = env.step(parsed.action)
+        obs = ctx.timed(env.step, parsed.action, bucket=ctx.step_seconds)
         if obs.reward != expected or obs.error != "malformed_completion":
             raise CheckFailed(f"completion {bad!r} got reward {obs.reward}, error {obs.error!r} "
                               f"(declared malformed_reward {expected})")
@@ -154,13 +295,13 @@ def text_protocol(ctx: Context):
 def exploit_probes(ctx: Context):
     margin, measured, problems = _margin(ctx), {}, []
     for eci in ctx.tiers:
-        best = mean(ep.total for ep in oracle_episodes(ctx, eci))
+        best = returns(oracle_episodes(ctx, eci), "the oracle")
         for trick in PROBES:
             shared = ProbePolicy(ctx.pkg.action_cls, trick)
             make = (lambda s=shared: s) if trick == "constant_action" else (
                 lambda t=trick: ProbePolicy(ctx.pkg.action_cls, t))
             episodes = ctx.episodes_for(trick, eci, PROBE_EPISODES, make)
-            score, rate = mean(ep.total for ep in episodes), mean(ep.solved for ep in episodes)
+            score, rate = returns(episodes, f"probe {trick}"), mean(ep.solved for ep in episodes)
             measured[f"eci_{eci}_{trick}"] = {"mean_return": round(score, 4), "solve_rate": rate,
                                               "gap": round(best - score, 4)}
             if best - score < margin or rate > PROBE_MAX_SOLVE_RATE:
@@ -177,16 +318,21 @@ def exploit_probes(ctx: Context):
 def tier_separation(ctx: Context):
     if len(ctx.tiers) < 2:
         return {"_evidence": ["only one tier validated: nothing to compare"]}
+    same = _identical_tiers(ctx)
+    if same:
+        raise CheckFailed(*same, remediation="make generate() use the tier it is given (noise, distractors, hidden "
+                                             "constraints, depth): each ECI tier must change the episodes")
     # The shipped reference policies; a random agent is not one (its return tracks the budget, not difficulty).
     policies = {"heuristic": ctx.pkg.heuristic_cls} if ctx.pkg.heuristic_cls is not None else {}
     if not policies:
-        return {"_evidence": ["the package ships no heuristic: only the oracle's solving is checked"]}
+        return {"_evidence": ["the package ships no heuristic: only the oracle's solving and that tiers differ "
+                              "are checked"]}
     measured, problems = {}, []
     for name, make in policies.items():
         scores = []
         for eci in ctx.tiers:
             episodes = ctx.episodes_for(name, eci, ctx.episodes, make)
-            scores.append((eci, mean(ep.total for ep in episodes), mean(ep.solved for ep in episodes)))
+            scores.append((eci, returns(episodes, name), mean(ep.solved for ep in episodes)))
         measured[name] = {f"eci_{e}": {"mean_return": round(r, 4), "solve_rate": round(s, 3)} for e, r, s in scores}
         for (lo_eci, lo_r, lo_s), (hi_eci, hi_r, hi_s) in zip(scores, scores[1:], strict=False):
             if hi_s > lo_s + SEPARATION_SLACK or hi_r > lo_r + SEPARATION_SLACK:
@@ -195,3 +341,25 @@ def tier_separation(ctx: Context):
     if problems:
         raise CheckFailed(*problems, measured=measured)
     return measured
+
+
+def _content(ep: Episode) -> str:
+    """What the environment generated in an episode, without the fields the kit fills in from the tier."""
+    return json.dumps([o.model_dump(mode="json", exclude=set(KIT_FIELDS)) for o in ep.observations], sort_keys=True,
+                      default=str)
+
+
+def _identical_tiers(ctx: Context) -> list[str]:
+    """Adjacent tiers whose generated episodes are all identical (same seed, same policy, same budget): the
+    package ignores the tier it is given."""
+    problems = []
+    budgets = ctx.section.step_budget
+    for lo, hi in zip(ctx.tiers, ctx.tiers[1:], strict=False):
+        if budgets[lo] != budgets[hi]:
+            continue  # the budget itself separates them
+        pairs = list(zip(bounded_random_episodes(ctx, lo), bounded_random_episodes(ctx, hi), strict=False))
+        pairs += list(zip(oracle_episodes(ctx, lo)[:5], oracle_episodes(ctx, hi)[:5], strict=False))
+        if pairs and all(_content(a) == _content(b) for a, b in pairs):
+            problems.append(f"ECI {lo} and ECI {hi} generate identical episodes for every seed tried ({len(pairs)} of "
+                            f"{len(pairs)}, random and oracle play): the tier makes no difference")
+    return problems

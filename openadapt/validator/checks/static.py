@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 from openadapt.errors import ManifestError, UsageError
-from openadapt.validator.checks.base import IMPORT_TIMEOUT_S, CheckFailed, Context, StepTimeout, check
+from openadapt.validator.checks.base import CheckFailed, Context, StepTimeout, check
 
 REQUIRED_FILES = ("openenv.yaml", "pyproject.toml", "README.md", "client.py", "server/app.py", "server/Dockerfile")
 MECHANICS_FILES = ()  # a package with its own mechanics needs only the files its manifest names
@@ -138,7 +138,8 @@ def imports(ctx: Context):
 
     ref = PackageRef(ctx.root, ctx.manifest, seed=False)
     try:
-        ctx.pkg = ctx.timed(lambda: LoadedPackage(ref), bucket=ctx.import_seconds, limit_s=IMPORT_TIMEOUT_S)
+        ctx.pkg = ctx.timed(LoadedPackage, ref, bucket=ctx.import_seconds, limit_s=ctx.import_limit_s,
+                            label="importing the package")
     except (ManifestError, DomainError) as exc:
         raise CheckFailed(str(exc)) from None
     except (StepTimeout, MemoryError):

@@ -1,1 +1,1 @@
-"""Daily report environment server components."""
+"""Server of the daily_report environment."""

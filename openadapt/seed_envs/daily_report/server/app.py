@@ -1,22 +1,14 @@
-"""FastAPI app for the daily-report environment (`uvicorn server.app:app`, or `openadapt serve`)."""
+"""FastAPI app of daily_report: `uvicorn server.app:app`, `python -m server.app`, or `openadapt serve`."""
 
 from pathlib import Path
 
-from openadapt.envpkg.serving import create_package_app
+from openadapt.envpkg.serving import create_package_app, serve_main
 
 app = create_package_app(Path(__file__).resolve().parents[1])
 
 
 def main() -> None:
-    import argparse
-
-    import uvicorn
-
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    args = parser.parse_args()
-    uvicorn.run(app, host=args.host, port=args.port)
+    serve_main(app)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,447 @@
+"""The family-domain designer: an LLM (the embedded local model by default, or any OpenAI-compatible endpoint)
+chooses a family for the task and writes that family's `Domain` as data, piece by piece.
+
+Small models do well on small, well-described pieces with a worked example, and badly on a whole domain at once
+(docs/designer.md has the measurements). So:
+
+1. **The task's mechanic** (one constrained request): the world, what the agent does, what success means.
+2. **The family** (one constrained request per family, the same conversation prefix): a fit score 0-10 and a
+   reason for each family's own description; the best score wins (never a keyword count). Below
+   `MIN_FIT`, no family fits and the designer says so.
+3. **The domain, in pieces** (one growing conversation, so the model's KV cache is reused): the scalar fields
+   first, then each list one item at a time (`write a DIFFERENT one`, with the names already used), each piece
+   constrained by its own JSON schema, with one of the family's example domains (another world) as the worked
+   example.
+4. **Checks and piece repair**: the family's schema and semantic checks, plus names or texts copied from the
+   worked example, name the field paths that are wrong; exactly those pieces are asked for again, with the
+   problems, before anything reaches the sandbox validator.
+
+The same prompt, model, sampling settings and seed give the same package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from openadapt.designer.base import Candidate, DesignerInfo
+from openadapt.designer.chat import ChatBackend, Completion, ReplyError, Usage
+from openadapt.envpkg.render import family_package
+from openadapt.families import all_families
+from openadapt.families.base import Family
+from openadapt.families.domain import Domain, DomainError, DomainProblem, iter_texts
+from openadapt.families.yamlio import dump_domain
+
+# The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
+ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
+MIN_FIT = 5  # a family scoring below this for a task is not a faithful home for it
+MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
+EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
+Progress = Callable[[str, int, str], None]
+
+SYSTEM = ("You design training environments for AI agents. You write the data of one world: its entities, "
+          "rules, failure modes and texts, specific to the task you are given, realistic and varied. You answer "
+          "with one JSON object exactly as asked, nothing else.")
+
+
+class TaskMechanic(BaseModel):
+    world: str = Field(max_length=200, description="the world of the task, in a few words")
+    agent_does: str = Field(max_length=300, description="what the agent does, step by step, in one sentence")
+    succeeds_when: str = Field(max_length=300, description="what counts as success for the agent")
+
+
+class FamilyFit(BaseModel):
+    reason: str = Field(max_length=160, description="why this family does or does not model the task")
+    fit: int = Field(ge=0, le=10, description="0 = does not fit at all, 10 = models the task exactly")
+
+
+class FamilyChoice(BaseModel):
+    family: str | None
+    fits: dict[str, FamilyFit]
+    mechanic: TaskMechanic
+
+    def note(self) -> dict[str, Any]:
+        return {"family": self.family, "mechanic": self.mechanic.model_dump(),
+                "fits": {name: f.model_dump() for name, f in self.fits.items()}}
+
+
+@dataclass
+class Piece:
+    """One request's worth of the domain: a group of scalar fields, one nested record, or one list item."""
+
+    path: str  # 'domain', 'domain.tools', 'domain.faults[2]'
+    model: type[BaseModel]
+    field: str | None = None  # the domain field it fills (None: the header group)
+    index: int | None = None  # the list index, for list items
+    value: Any = None
+    guide: str = ""  # field descriptions, shown the first time a kind of piece is asked for
+
+
+@dataclass
+class Session:
+    """The growing conversation of one design: every answered piece stays in it (the KV cache is reused)."""
+
+    backend: ChatBackend
+    messages: list[dict[str, str]]
+    usage: Usage = field(default_factory=Usage)
+    completions: list[dict[str, Any]] = field(default_factory=list)
+
+    def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, keep: bool = True) -> BaseModel:
+        messages = [*self.messages, {"role": "user", "content": instruction}]
+        completion = self.backend.complete(messages, schema=_schema(model), max_tokens=max_tokens)
+        self._record(completion)
+        try:
+            value = completion.parse_as(model)
+        except ReplyError:
+            if not completion.truncated:
+                raise
+            # The constrained answer ran out of room: ask once more with twice the room.
+            completion = self.backend.complete(messages, schema=_schema(model), max_tokens=max_tokens * 2)
+            self._record(completion)
+            value = completion.parse_as(model)
+        if keep:
+            self.messages = [*messages, {"role": "assistant", "content": completion.text.strip()}]
+        return value
+
+    def _record(self, completion: Completion) -> None:
+        self.usage.add(completion.usage)
+        self.completions.append({"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),
+                                 "tokens_per_s": completion.tokens_per_s, "finish": completion.finish_reason})
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+# ---- 1-2: the mechanic and the family ---------------------------------------------------------------------------
+def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tuple[FamilyChoice, Session]:
+    session = Session(backend, [{"role": "system", "content": SYSTEM}])
+    mechanic = session.ask(
+        f"The task:\n> {task}\n\nDescribe the core of this task as JSON: `world` (the setting in a few words), "
+        "`agent_does` (what the agent does, in one sentence), `succeeds_when` (what counts as success).",
+        TaskMechanic, max_tokens=220)
+    fits: dict[str, FamilyFit] = {}
+    for family in families:
+        fits[family.name] = session.ask(
+            f"Candidate mechanics family `{family.name}`: {family.summary}. It fits {family.fits}.\n"
+            "Could this family model the task faithfully, with the task's own world and actions? Answer as JSON "
+            "with `reason` (one sentence) then `fit` (0-10).", FamilyFit, max_tokens=160, keep=False)
+    best = max(fits, key=lambda name: (fits[name].fit, -list(fits).index(name)))
+    chosen = best if fits[best].fit >= MIN_FIT else None
+    return FamilyChoice(family=chosen, fits=fits, mechanic=mechanic), session
+
+
+# ---- 3: the pieces ------------------------------------------------------------------------------------------------
+def _list_item_model(annotation: Any) -> type[BaseModel] | None:
+    if typing.get_origin(annotation) is list:
+        (item,) = typing.get_args(annotation) or (None,)
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return item
+    return None
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _guide(model_fields: dict[str, Any]) -> str:
+    return "\n".join(f"- `{name}`: {f.description or ''}" for name, f in model_fields.items())
+
+
+def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
+    """The pieces of a domain, in order: scalar fields together first, then nested records and list items."""
+    fields = domain_cls.model_fields
+    header = {n: f for n, f in fields.items() if not _is_model(f.annotation) and _list_item_model(f.annotation) is None
+              and typing.get_origin(f.annotation) is not list}
+    pieces = [Piece("domain", create_model("DomainHeader", **{n: (f.annotation, f) for n, f in header.items()}),
+                    guide=_guide(header))]
+    for name, f in fields.items():
+        if name in header:
+            continue
+        item = _list_item_model(f.annotation)
+        if item is not None:
+            count = _target_count(f, len(getattr(example, name)))
+            for i in range(count):
+                pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, guide=_guide(item.model_fields)
+                                    if i == 0 else ""))
+        elif _is_model(f.annotation):
+            pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=_guide(f.annotation.model_fields)))
+        else:  # a list of plain values (lines of text): one piece holding the whole list
+            wrapper = create_model(f"{name.title().replace('_', '')}List", items=(f.annotation, f))
+            pieces.append(Piece(f"domain.{name}", wrapper, name))
+    return pieces
+
+
+def _target_count(info: Any, example_count: int) -> int:
+    low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+    high = next((m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), low + 4)
+    return max(low, min(high, min(example_count, low + 2)))
+
+
+def _trimmed_example(example: Domain) -> str:
+    """The worked example, with each list cut to its first items (the model sees the shape, not a catalogue)."""
+    data = example.model_dump(mode="json")
+    for name, value in data.items():
+        if isinstance(value, list) and len(value) > EXAMPLE_ITEMS + 1:
+            data[name] = value[: EXAMPLE_ITEMS + 1]
+    return json.dumps(data, indent=1, ensure_ascii=False)
+
+
+def _max_tokens(piece: Piece, example: Domain) -> int:
+    if piece.field is None:
+        sample = {n: getattr(example, n) for n in piece.model.model_fields}
+    elif piece.index is not None:
+        sample = getattr(example, piece.field)[0]
+    else:
+        sample = getattr(example, piece.field)
+    text = json.dumps(sample if not isinstance(sample, BaseModel) else sample.model_dump(mode="json"),
+                      default=lambda v: v.model_dump(mode="json") if isinstance(v, BaseModel) else str(v))
+    return min(1500, max(160, int(len(text) / 2.2) + 120))
+
+
+def _instruction(piece: Piece, pieces: list[Piece], family: Family, problems: list[str] | None = None) -> str:
+    if problems:
+        head = (f"Your `{piece.path}` has problems:\n" + "\n".join(f"- {p}" for p in problems) +
+                f"\nWrite `{piece.path}` again as JSON, fixing every problem.")
+    elif piece.field is None:
+        head = "Write the domain's header fields as JSON, for THIS task's world (not the example's)."
+    elif piece.index is not None:
+        same = [p for p in pieces if p.field == piece.field]
+        used = [_name_of(p.value) for p in same if p.value is not None]
+        head = (f"Write `{piece.field}` item {piece.index + 1} of {len(same)} as JSON"
+                + (f"; it must be DIFFERENT from those already written: {', '.join(u for u in used if u)}" if used
+                   else "") + ".")
+    else:
+        head = f"Write `{piece.field}` as JSON."
+    description = family.domain.model_fields[piece.field].description if piece.field else ""
+    guide = f"\nFields:\n{piece.guide}" if piece.guide and not problems else ""
+    return f"{head}\n{description or ''}{guide}".strip()
+
+
+def _name_of(value: Any) -> str | None:
+    if isinstance(value, BaseModel):
+        for key in ("name", "id", "title"):
+            if isinstance(getattr(value, key, None), str):
+                return getattr(value, key)
+    return None
+
+
+def assemble(pieces: list[Piece]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for piece in pieces:
+        if piece.value is None:
+            continue
+        value = piece.value.model_dump(mode="json")
+        if piece.field is None:
+            data.update(value)
+        elif piece.index is not None:
+            data.setdefault(piece.field, []).append(value)
+        elif set(value) == {"items"} and not _is_model(piece.model.model_fields.get("items", None)):
+            data[piece.field] = value["items"]
+        else:
+            data[piece.field] = value
+    return data
+
+
+# ---- 4: checks ----------------------------------------------------------------------------------------------------
+def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = ()) -> list[DomainProblem]:
+    """Names and long texts taken over from the worked example (another world) instead of written for this one.
+    What the family's other examples share with it is the family's common vocabulary, not the example's world."""
+    common = set.intersection(*({v.lower() for _, v in iter_texts(o)} for o in others)) if others else set()
+    theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
+    theirs_texts = {v for _, v in iter_texts(example) if len(v) >= 40 and v.lower() not in common}
+    problems = []
+    for path, value in _iter_json_texts(data):
+        if ENTITY_NAME.match(path) and value.lower() in theirs_names:
+            problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
+                                          "another world: name this world's own"))
+        elif len(value) >= 40 and value in theirs_texts:
+            problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
+                                          "one that belongs to this task's world"))
+    return problems
+
+
+def _iter_json_texts(value: Any, path: str = "domain"):
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _iter_json_texts(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _iter_json_texts(item, f"{path}[{i}]")
+
+
+def owner(problem_path: str, pieces: list[Piece]) -> list[Piece]:
+    """The pieces to rewrite for a problem at `problem_path` (the most specific owner; a whole list for a
+    problem about the list)."""
+    exact = [p for p in pieces if problem_path == p.path or problem_path.startswith(p.path + ".")
+             or problem_path.startswith(p.path + "[")]
+    items = [p for p in exact if p.index is not None]
+    if items:
+        return items[:1]
+    specific = [p for p in exact if p.field is not None]
+    if specific:
+        return specific[:1]
+    field_name = problem_path.removeprefix("domain.").split(".")[0].split("[")[0]
+    listed = [p for p in pieces if p.field == field_name]
+    if listed:
+        return listed if len(listed) <= 3 else listed[-2:]
+    return [p for p in pieces if p.field is None]
+
+
+# ---- the designer -------------------------------------------------------------------------------------------------
+class FamilyDomainDesigner:
+    """A `Designer` writing a family domain; see the module docstring."""
+
+    @property
+    def deterministic(self) -> bool:
+        """Once no family fitted, asking again gives the same answer: the loop stops."""
+        return self.choice is not None and self.choice.family is None
+
+    @property
+    def no_family(self) -> bool:
+        return self.deterministic
+
+    def __init__(self, backend: ChatBackend, name: str, task: str, *, families: list[Family] | None = None,
+                 progress: Progress | None = None, kind: str = "local"):
+        self.backend = backend
+        self.name = name
+        self.task = task
+        self.families = families or all_families()
+        self.progress = progress or (lambda phase, attempt, detail: None)
+        self.choice: FamilyChoice | None = None
+        self._pieces: list[Piece] = []
+        self._session: Session | None = None
+        self._family: Family | None = None
+        self._example: Domain | None = None
+        self._others: list[Domain] = []
+        info = backend.describe()
+        self.info = DesignerInfo(backend=kind, model=info.model, base_url=info.base_url,
+                                 model_sha256=info.sha256, settings={**info.sampling.model_dump(),
+                                                                     "threads": info.threads, "n_ctx": info.n_ctx})
+
+    # -- Designer protocol --
+    def design(self) -> Candidate:
+        started = time.monotonic()
+        self.progress("choosing a family", 1, f"{len(self.families)} families")
+        choice, session = choose_family(self.backend, self.task, self.families)
+        self.choice = choice
+        notes = {"choice": choice.note()}
+        if choice.family is None:
+            best = max(choice.fits.items(), key=lambda kv: kv[1].fit)
+            return Candidate(problems=[f"no family fits the task (best: {best[0]} at {best[1].fit}/10: "
+                                       f"{best[1].reason})"], usage=session.usage, notes=notes)
+        self._family = next(f for f in self.families if f.name == choice.family)
+        self.info = self.info.model_copy(update={"family": self._family.ref})
+        self._example = self._pick_example(self._family)
+        self._others = [self._family.load_example(n) for n in self._family.examples()
+                        if self._family.load_example(n) != self._example]
+        self._session = self._domain_session(choice)
+        self._pieces = plan_pieces(self._family.domain, self._example)
+        for piece in self._pieces:
+            self._write(piece)
+        return self._candidate(notes, started)
+
+    def repair(self, previous: Candidate, feedback: str, attempt: int) -> Candidate:
+        if self._family is None:  # no family fitted: asking again would give the same answer
+            return previous
+        started = time.monotonic()
+        note = ("An earlier version of this domain failed the environment validator:\n" + feedback[:1500] +
+                "\nWrite the domain again, so that these checks pass.")
+        self._session.messages.append({"role": "user", "content": note})
+        self._session.messages.append({"role": "assistant", "content": "{\"ok\": true}"})
+        for piece in self._pieces:
+            piece.value = None
+        for piece in self._pieces:
+            self._write(piece, attempt=attempt)
+        return self._candidate({"choice": self.choice.note() if self.choice else None, "redesign": attempt}, started)
+
+    # -- internals --
+    def _pick_example(self, family: Family) -> Domain:
+        """The worked example: the family's example whose words overlap the task least (so it is visibly another
+        world and cannot be copied as the answer)."""
+        task_words = set(re.findall(r"[a-z]{4,}", self.task.lower()))
+        examples = family.examples()
+        scored = sorted(examples, key=lambda n: (len(task_words & set(
+            re.findall(r"[a-z]{4,}", (examples[n]).read_text(encoding="utf-8").lower()))), n))
+        return family.load_example(scored[0])
+
+    def _domain_session(self, choice: FamilyChoice) -> Session:
+        family, example = self._family, self._example
+        context = (f"The task:\n> {self.task}\n\nIts world: {choice.mechanic.world}. The agent "
+                   f"{choice.mechanic.agent_does} It succeeds when {choice.mechanic.succeeds_when}\n\n"
+                   f"You will write the domain of a `{family.name}` environment ({family.summary}) for this task, "
+                   "one piece at a time. Every name and text must belong to the task's world. Here is a worked "
+                   f"example of a domain of the same family for ANOTHER world (never copy its names or texts):\n"
+                   f"{_trimmed_example(example)}")
+        return Session(self.backend, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": context},
+                                      {"role": "assistant", "content": "{\"ready\": true}"}], usage=Usage())
+
+    def _write(self, piece: Piece, problems: list[str] | None = None, attempt: int = 1) -> None:
+        instruction = _instruction(piece, self._pieces, self._family, problems)
+        started = time.monotonic()
+        try:
+            piece.value = self._session.ask(instruction, piece.model, _max_tokens(piece, self._example))
+        except (ReplyError, ValidationError) as exc:
+            piece.value = None
+            self.progress("writing", attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
+            return
+        last = self._session.completions[-1]
+        speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
+        self.progress("writing", attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
+
+    def _check(self) -> list[DomainProblem]:
+        data = assemble(self._pieces)
+        missing = [DomainProblem(path=p.path, message="no usable answer was written") for p in self._pieces
+                   if p.value is None]
+        try:
+            self._family.parse_domain(data)
+            problems = []
+        except DomainError as exc:
+            problems = exc.problems
+        return missing + problems + copied_from_example(data, self._example, self._others)
+
+    def _candidate(self, notes: dict[str, Any], started: float) -> Candidate:
+        problems = self._check()
+        rounds = 0
+        while problems and rounds < MAX_REPAIR_ROUNDS:
+            rounds += 1
+            by_piece: dict[str, tuple[Piece, list[str]]] = {}
+            for problem in problems:
+                for piece in owner(problem.path, self._pieces):
+                    by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))
+            self.progress("repairing pieces", rounds, ", ".join(by_piece)[:120])
+            for piece, messages in by_piece.values():
+                self._write(piece, problems=messages[:6])
+            problems = self._check()
+        notes = {**notes, "piece_repair_rounds": rounds, "requests": len(self._session.completions),
+                 "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
+        if problems:
+            return Candidate(problems=[str(p) for p in problems[:12]], usage=self._session.usage, notes=notes)
+        domain = self._family.parse_domain(assemble(self._pieces))
+        section = self._family.section(task=self.task)
+        header = (f"Domain of {self.name} (family {self._family.ref}), designed by {self.info.model} for the task:\n"
+                  f"{self.task}")
+        readme = design_readme(self.name, self.task, self._family, domain, self.info)
+        files = family_package(self.name, section, dump_domain(domain, header=header), readme,
+                               tags=("openadapt", "generated"))
+        return Candidate(files=files, usage=self._session.usage, notes=notes)
+
+
+def design_readme(name: str, task: str, family: Family, domain: Domain, info: DesignerInfo) -> str:
+    tiers = "\n".join(f"| {t} | {family.tier_changes.get(t, '')} | {family.step_budget[t]} |"
+                      for t in sorted(family.step_budget))
+    return (f"# {name}\n\n**Task:** {task}\n\n{domain.summary}\n\nA `{family.ref}` environment ({family.summary}): "
+            f"its content is `domain.yaml`, written by {info.model} ({info.backend}); the mechanics are openadapt's "
+            f"`{family.name}` engine.\n\n| ECI | what the tier changes | step budget |\n|---|---|---|\n{tiers}\n")
+
+
+__all__ = ["FamilyDomainDesigner", "choose_family", "plan_pieces"]

@@ -1,0 +1,162 @@
+"""The family-domain designer against a real chat-completions server on loopback whose replies come from a
+scripted "model": it describes the task, scores the families, and writes the pieces it is asked for from a domain
+it knows (the kubernetes_cluster example), so the test can break single pieces and watch the repair by path."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fake_openai import FakeOpenAI, Scripted
+
+from openadapt.designer.family_design import ENTITY_NAME, FamilyDomainDesigner, plan_pieces
+from openadapt.designer.generate import GenerateRequest, generate
+from openadapt.designer.llm import LLMClient, LLMConfig
+from openadapt.families import get_family
+
+TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
+KEY = "sk-test-FAMILY-8e21"
+
+
+class ScriptedModel:
+    """Answers each request from `world` (a domain as a dict) by what the last user message asks for."""
+
+    def __init__(self, world: dict, fits: dict[str, int] | None = None, break_once: dict[str, dict] | None = None):
+        self.world = world
+        self.fits = {"diagnosis": 9} if fits is None else fits
+        self.break_once = dict(break_once or {})  # piece path -> a wrong value sent the first time
+        self.asked: list[str] = []
+        self.counts: dict[str, int] = {}  # items per list, as the designer asks for them
+
+    def __call__(self, body: dict) -> Scripted:
+        text = body["messages"][-1]["content"]
+        self.asked.append(text)
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        return Scripted(json.dumps(self.answer(text, schema.get("title", ""))))
+
+    def answer(self, text: str, title: str):
+        if title == "TaskMechanic":
+            return {"world": "a Kubernetes cluster", "agent_does": "reads pod events and logs, then names the "
+                    "broken workload and its fix.", "succeeds_when": "the workload is healthy again"}
+        if title == "FamilyFit":
+            name = re.search(r"family `(\w+)`", text).group(1)
+            return {"reason": f"scripted view of {name}", "fit": self.fits.get(name, 2)}
+        if (match := re.match(r"Your `([^`]+)` has problems", text)):
+            return self.piece(match.group(1))
+        if text.startswith("Write the domain's header fields"):
+            return {k: v for k, v in self.world.items() if not isinstance(v, (list, dict))}
+        if (match := re.match(r"Write `(\w+)` item (\d+) of (\d+)", text)):
+            self.counts[match.group(1)] = int(match.group(3))
+            path = f"domain.{match.group(1)}[{int(match.group(2)) - 1}]"
+            if path in self.break_once:
+                return self.break_once.pop(path)
+            return self.piece(path)
+        if (match := re.match(r"Write `(\w+)` as JSON", text)):
+            value = self.world[match.group(1)]
+            return {"items": value} if isinstance(value, list) else value
+        if text.startswith("An earlier version"):
+            return {"ok": True}
+        raise AssertionError(f"the scripted model does not know how to answer: {text[:200]}")
+
+    def piece(self, path: str):
+        match = re.match(r"domain\.(\w+)\[(\d+)\]", path)
+        if match is None:
+            field = path.removeprefix("domain").lstrip(".")
+            if not field:
+                return {k: v for k, v in self.world.items() if not isinstance(v, (list, dict))}
+            value = self.world[field]
+            return {"items": value} if isinstance(value, list) else value
+        field, index = match.group(1), int(match.group(2))
+        item = dict(self.world[field][index])
+        if field == "components":  # only refer to the components the designer will have asked for
+            written = {c["name"] for c in self.world[field][: self.counts.get(field, len(self.world[field]))]}
+            item["depends_on"] = [d for d in item["depends_on"] if d in written]
+        return item
+
+
+@pytest.fixture
+def world():
+    return get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+
+
+def config(server: FakeOpenAI) -> LLMConfig:
+    return LLMConfig(base_url=server.base_url, model="designer-1", api_key=KEY, backoff_s=0.01)
+
+
+def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, world, tmp_path):
+    from openadapt.validator import Validator
+
+    model = ScriptedModel(world, fits={"diagnosis": 9, "workflow": 6})
+    llm.responder = model
+    with Validator("bwrap") as validator:  # the default 20 episodes: tier separation on 6 is noise
+        result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm)),
+                          validator=validator)
+    assert result.ok, result.reason
+    provenance = json.loads((result.path / "provenance.json").read_text())
+    choice = provenance["attempts"][0]["notes"]["choice"]
+    assert choice["family"] == "diagnosis" and choice["fits"]["diagnosis"]["fit"] == 9
+    assert set(choice["fits"]) >= {"diagnosis", "workflow"}  # every family was scored, not keyword-matched
+    assert provenance["designer"]["family"] == "diagnosis@1"
+    domain = (result.path / "domain.yaml").read_text()
+    assert "kubectl_logs" in domain and "api-gateway" not in domain
+    # every piece was its own constrained request; the conversation grew (the model's cache is reused)
+    pieces = [r for r in llm.requests if r["response_format"]["json_schema"]["schema"].get("title") == "Fault"]
+    family = get_family("diagnosis")
+    planned = [p for p in plan_pieces(family.domain, family.load_example("incident_triage")) if p.field == "faults"]
+    assert len(pieces) == len(planned) >= 5
+    assert len(pieces[-1]["messages"]) > len(pieces[0]["messages"])
+    assert KEY not in "".join(p.read_text() for p in result.path.rglob("*") if p.is_file())
+
+
+def test_a_broken_piece_is_asked_for_again_by_its_field_path(llm, world):
+    broken = {**world["components"][1], "depends_on": ["ghost-service"]}
+    model = ScriptedModel(world, break_once={"domain.components[1]": broken})
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    repair = next(a for a in model.asked if a.startswith("Your `domain.components[1]` has problems"))
+    assert "domain.components[1].depends_on[0]: 'ghost-service' is not a defined component" in repair
+    assert candidate.notes["piece_repair_rounds"] == 1
+
+
+def test_names_copied_from_the_worked_example_are_refused(llm):
+    triage = get_family("diagnosis").load_example("incident_triage").model_dump(mode="json")
+    kube = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    copied = {**kube["components"][0], "name": triage["components"][0]["name"]}  # 'api-gateway'
+    model = ScriptedModel(kube, break_once={"domain.components[0]": copied})
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert any("copied from the worked example" in a for a in model.asked)
+    assert candidate.usable and "api-gateway" not in candidate.files["domain.yaml"]
+    assert ENTITY_NAME.match("domain.components[0].name") and not ENTITY_NAME.match("domain.faults[0].metrics[0].name")
+
+
+def test_a_task_no_family_fits_is_a_clear_answer(llm, world):
+    llm.responder = ScriptedModel(world, fits={})  # every family scores 2
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "poems", "Train an agent to compose sonnets",
+                                    kind="openai-compatible")
+    candidate = designer.design()
+    assert not candidate.usable and candidate.problems[0].startswith("no family fits the task (best: ")
+    assert designer.deterministic  # asking again would give the same answer: the loop stops
+
+
+def test_the_endpoint_falls_back_to_custom_mechanics_when_no_family_fits(llm, world, tmp_path, validator):
+    from scripted_designs import design_reply
+
+    from openadapt.families import all_families
+
+    scripted, choice_requests = ScriptedModel(world, fits={}), 1 + len(all_families())  # mechanic + every score
+
+    def respond(body: dict) -> Scripted:
+        return scripted(body) if len(llm.requests) <= choice_requests else Scripted(design_reply())
+
+    llm.responder = respond
+    result = generate(GenerateRequest(task="A lock opened by a code from higher/lower hints", output_root=tmp_path,
+                                      name="lock_game", llm=config(llm)), validator=validator)
+    assert result.ok, result.reason
+    notes = result.provenance.attempts[0].notes
+    assert notes["fallback"] == "custom mechanics" and notes["choice"]["family"] is None
+    assert (result.path / "custom" / "environment.py").is_file()
