@@ -362,11 +362,11 @@ def test_top_tier_is_tougher_and_has_the_smaller_budget(supplier):
         assert obs.steps_remaining == 6 and cp.floor_round <= 5
         assert cp.exponent == pytest.approx(CONCESSION_EXPONENT[cp.persona.concession] * TOUGHNESS ** 2)
     env.reset(seed=2, eci=5)
-    for i in range(6):
-        obs = env.step(supplier.action_cls(move=env.domain.moves.ask, question=env.domain.questions.timeline.name))
-        if obs.done:
-            break
-    assert obs.done and not obs.metadata["solved"]
+    obs = env.observe()
+    while not (obs := env.step(supplier.action_cls(move=env.domain.moves.ask,
+                                                   question=env.domain.questions.timeline.name))).done:
+        pass
+    assert obs.metadata["step"] <= 6 and not obs.metadata["solved"] and obs.reward == 0.0
 
 
 # ---- rejected moves ---------------------------------------------------------------------------------------------

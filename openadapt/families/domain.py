@@ -155,6 +155,38 @@ def unknown_refs(values: Iterable[str], known: Iterable[str], path: str, what: s
             for i, value in enumerate(values) if value not in known]
 
 
+def unknown_ref(value: str, known: Iterable[str], path: str, what: str) -> list[DomainProblem]:
+    """One reference (a single field, not a list) to something the domain does not define."""
+    known = set(known)
+    if value in known:
+        return []
+    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} "
+                          f"(defined: {', '.join(sorted(known)[:12])})")]
+
+
+def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
+    """Repeats in a plain list of strings (case-insensitive), each reported at its own index."""
+    seen: dict[str, int] = {}
+    problems = []
+    for i, value in enumerate(values):
+        folded = value.lower()
+        if folded in seen:
+            problems.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} repeats {path}[{seen[folded]}]"))
+        else:
+            seen[folded] = i
+    return problems
+
+
+def template_pattern(template: str, capture: Iterable[str] = ()) -> re.Pattern[str]:
+    """A domain text with `{placeholders}` as a regex matching its filled-in lines: the names in `capture` become
+    groups (one word each), every other placeholder matches one word."""
+    capture = set(capture)
+    parts = re.split(r"(\{[A-Za-z_][A-Za-z0-9_]*\})", template)
+    body = "".join(("(\\S+)" if part[1:-1] in capture else "\\S+") if _PLACEHOLDER.fullmatch(part)
+                   else re.escape(part) for part in parts)
+    return re.compile(body)
+
+
 def too_few(items: list[Any], minimum: int, path: str, why: str) -> list[DomainProblem]:
     if len(items) >= minimum:
         return []

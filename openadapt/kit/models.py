@@ -52,4 +52,4 @@ def with_choices(base: type[AgentAction], name: str, choices: dict[str, list[str
         inherited = base.model_fields[field]
         kind = Literal[tuple(dict.fromkeys(values))]  # type: ignore[valid-type]
         fields[field] = (kind | None, Field(default=None, description=descriptions.get(field, inherited.description)))
-    return create_model(name, __base__=base, __module__=base.__module__, **fields)
+    return create_model(name, __base__=base, __module__=base.__module__, __doc__=base.__doc__, **fields)

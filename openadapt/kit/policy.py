@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from openenv.core.env_server.types import Action, Observation
+from pydantic import ValidationError
 
 _WORD = re.compile(r"[A-Za-z][\w.-]{2,}")
 
@@ -58,7 +59,18 @@ class RandomPolicy(Policy):
             if name == "metadata":
                 continue
             payload[name] = self._sample(self._resolve(prop), words)
-        return self.action_cls.model_validate(payload)
+        return self._valid(payload)
+
+    def _valid(self, payload: dict[str, Any]) -> Action:
+        """The action, with any field the sample got wrong (a pattern, a nested bound) left at its default:
+        every action field has one, so a random action is always an action."""
+        for _ in range(len(payload) + 1):
+            try:
+                return self.action_cls.model_validate(payload)
+            except ValidationError as exc:
+                for field in {err["loc"][0] for err in exc.errors() if err["loc"]}:
+                    payload.pop(field, None)
+        return self.action_cls.model_validate({})
 
     def _resolve(self, prop: dict[str, Any]) -> dict[str, Any]:
         if "$ref" in prop:
@@ -82,4 +94,6 @@ class RandomPolicy(Policy):
         if kind == "array":
             item = self._resolve(prop.get("items", {"type": "string"}))
             return [self._sample(item, words) for _ in range(rng.randint(0, 2))]
+        if kind == "object" and "properties" in prop:
+            return {key: self._sample(self._resolve(sub), words) for key, sub in prop["properties"].items()}
         return rng.choice(words)

@@ -8,7 +8,7 @@ opening: its list terms) to its reservation `r` at its floor round `T` along `r 
 (`e`: its concession style, tougher with the tier's depth). It accepts an offer worth at least its aspiration
 to it; otherwise it counters, moving from its list terms toward the agent's offer until the counter is worth its
 aspiration. An offer worth less than `r - insult_margin` to it insults it and costs patience; it walks away two
-rounds after its floor round, sooner for each insult.
+rounds after its floor round (one on the top tier), sooner for each insult.
 
 The reward compares the deal with the best deal achievable given the hidden state: the agent's utility gain over
 its walk-away limits, as a share of the largest gain any deal the counterpart would accept (within the agent's
@@ -46,7 +46,6 @@ SURPLUS_FLOOR = 0.08  # the reservation never leaves the counterpart less than t
 EPS = 1e-9
 OMIT_RATE = 0.5  # share of the tier's drop rate at which a counter-offer leaves one term out
 NO_DEAL_DEPTH = 0.15  # the no-deal share grows by this per depth level past 1
-MAX_ROUNDS = 12
 _SENTENCE = re.compile(r"(^|[.!?] )([a-z])")
 
 # Reward weights (components below).
@@ -121,11 +120,11 @@ class _Uniforms:
     """The tier mechanics' random numbers for one episode, always drawn in the same order and number (whatever
     the tier), so that each mechanic compares the same uniform with its tier's knob."""
 
-    def __init__(self, rng: random.Random, issues: int):
+    def __init__(self, rng: random.Random, issues: int, rounds: int):
         draw = rng.random
         self.decoy, self.decoy_pick = draw(), draw()
         self.constraint, self.no_deal, self.constraint_pick, self.bound = draw(), draw(), draw(), draw()
-        rounds = range(MAX_ROUNDS + 1)
+        rounds = range(rounds + 1)
         self.bluff = [draw() for _ in rounds]
         self.anchor, self.anchor_pick, self.anchor_value = ([draw() for _ in rounds] for _ in range(3))
         self.omit, self.omit_pick = [draw() for _ in rounds], [draw() for _ in rounds]
@@ -235,7 +234,7 @@ class NegotiationEnvironment(OpenAdaptEnvironment):
         reservation_draw, floor_draw, slack = (base.uniform(*persona.reservation),
                                                base.randint(*persona.patience), base.uniform(*TARGET_SLACK))
         top = max(ids, key=lambda i: theirs[i])
-        u = _Uniforms(mech, len(ids))
+        u = _Uniforms(mech, len(ids), max(self.section.step_budget.values()))
         decoy = None
         if tier.distractors and u.decoy < min(1.0, tier.distractors * DECOY_PER_DISTRACTOR):
             others = [i for i in ids if i != top]
