@@ -32,8 +32,8 @@ class ScriptedModel:
     def __call__(self, body: dict) -> Scripted:
         text = body["messages"][-1]["content"]
         self.asked.append(text)
-        schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
-        return Scripted(json.dumps(self.answer(text, schema.get("title", ""))))
+        self.schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        return Scripted(json.dumps(self.answer(text, self.schema.get("title", ""))))
 
     def answer(self, text: str, title: str):
         if title == "TaskMechanic":
@@ -44,6 +44,16 @@ class ScriptedModel:
             return {"reason": f"scripted view of {name}", "fit": self.fits.get(name, 2)}
         if (match := re.match(r"Your `([^`]+)` has problems", text)):
             return self.piece(match.group(1))
+        if (match := re.match(r"First name the `(\w+)`", text)):
+            field = match.group(1)
+            count = self.schema["properties"]["items"]["maxItems"]
+            key = "name" if field == "components" else "id"
+            names = [item[key] for item in self.world[field][:count]]
+            if f"domain.{field}.keys" in self.break_once:
+                names = self.break_once.pop(f"domain.{field}.keys")
+            return {"items": names}
+        if text.startswith("The name "):
+            return {"name": "renamed-" + str(len(self.asked))}
         if text.startswith("Write the domain's header fields"):
             return {k: v for k, v in self.world.items() if not isinstance(v, (list, dict))}
         if (match := re.match(r"Write `(\w+)` item (\d+) of (\d+)", text)):
@@ -75,9 +85,15 @@ class ScriptedModel:
         return item
 
 
+FIRST = ["ingress-nginx", "checkout-api", "payments-gateway", "payments-postgres", "orders-postgres", "redis-cache"]
+
+
 @pytest.fixture
 def world():
-    return get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    """The kubernetes example, its components ordered so that any first six make a valid smaller world."""
+    data = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    data["components"].sort(key=lambda c: FIRST.index(c["name"]) if c["name"] in FIRST else len(FIRST))
+    return data
 
 
 def config(server: FakeOpenAI) -> LLMConfig:
@@ -103,14 +119,15 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     # every piece was its own constrained request; the conversation grew (the model's cache is reused)
     pieces = [r for r in llm.requests if r["response_format"]["json_schema"]["schema"].get("title") == "Fault"]
     family = get_family("diagnosis")
-    planned = [p for p in plan_pieces(family.domain, family.load_example("incident_triage")) if p.field == "faults"]
+    planned = [p for p in plan_pieces(family.domain, family.load_example("incident_triage"))
+               if p.field == "faults" and not p.keys]
     assert len(pieces) == len(planned) >= 5
     assert len(pieces[-1]["messages"]) > len(pieces[0]["messages"])
     assert KEY not in "".join(p.read_text() for p in result.path.rglob("*") if p.is_file())
 
 
 def test_a_broken_piece_is_asked_for_again_by_its_field_path(llm, world):
-    broken = {**world["components"][1], "depends_on": ["ghost-service"]}
+    broken = {**world["components"][1], "depends_on": ["ghost-service"]}  # what a schema-blind model might send
     model = ScriptedModel(world, break_once={"domain.components[1]": broken})
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
@@ -121,16 +138,20 @@ def test_a_broken_piece_is_asked_for_again_by_its_field_path(llm, world):
     assert candidate.notes["piece_repair_rounds"] == 1
 
 
-def test_names_copied_from_the_worked_example_are_refused(llm):
-    triage = get_family("diagnosis").load_example("incident_triage").model_dump(mode="json")
-    kube = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
-    copied = {**kube["components"][0], "name": triage["components"][0]["name"]}  # 'api-gateway'
-    model = ScriptedModel(kube, break_once={"domain.components[0]": copied})
+def test_a_name_copied_from_the_worked_example_is_renamed_everywhere(llm, world):
+    names = [c["name"] for c in world["components"][:6]]
+    copied = [n if n != "payments-postgres" else "api-gateway" for n in names]  # the worked example's name
+    world["components"] = [{**c, "name": "api-gateway"} if c["name"] == "payments-postgres" else
+                           {**c, "depends_on": ["api-gateway" if d == "payments-postgres" else d
+                                                for d in c["depends_on"]]} for c in world["components"]]
+    model = ScriptedModel(world, break_once={"domain.components.keys": copied})
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
-    assert any("copied from the worked example" in a for a in model.asked)
-    assert candidate.usable and "api-gateway" not in candidate.files["domain.yaml"]
+    assert any("copied from the worked example" in a and a.startswith("The name 'api-gateway'") for a in model.asked)
+    assert candidate.usable, candidate.problems
+    domain = candidate.files["domain.yaml"]
+    assert "api-gateway" not in domain and domain.count("renamed-") >= 2  # the item and who depends on it
     assert ENTITY_NAME.match("domain.components[0].name") and not ENTITY_NAME.match("domain.faults[0].metrics[0].name")
 
 

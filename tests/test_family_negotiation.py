@@ -467,10 +467,12 @@ def test_a_bad_placeholder_names_the_field():
     data["messages"]["counter"][0] = "We can do {price} and {offer}."
     data["issues"][0]["phrase"] = "a unit price of EUR"
     data["issues"][1]["constraint"]["reveal"] = "Our line is fully booked for another customer this month."
+    data["issues"][2]["constraint"]["hint"] = "Our credit insurer stops at 45 days."
     problems = _problems(data)
     assert "{price}" in problems["domain.messages.counter[0]"]
     assert "{value}" in problems["domain.issues[0].phrase"]
     assert "{value}" in problems["domain.issues[1].constraint.reveal"]
+    assert "must not contain a number" in problems["domain.issues[2].constraint.hint"]  # it would give the bound away
 
 
 def test_a_domain_without_room_for_a_deal_names_the_field():

@@ -290,3 +290,36 @@ def test_malformed_action_costs_a_step_with_the_declared_reward(base_url: str) -
         assert not result.done
         assert result.observation.steps_remaining == twin.section.step_budget[1] - 1
         assert env.state().step_count == 1
+
+
+# ---- HTTP: stateless, and bad requests are 4xx (issue 13, item 6) --------------------------------------------
+def post(url: str, path: str, body: dict) -> httpx.Response:
+    return httpx.post(f"{url}{path}", json=body, timeout=15.0, trust_env=False)
+
+
+def test_http_reset_with_an_unsupported_tier_is_422_with_the_reason(base_url: str) -> None:
+    response = post(base_url, "/reset", {"eci": 9})
+    assert response.status_code == 422
+    assert "eci=9 is not a supported tier" in response.json()["detail"]
+    assert post(base_url, "/reset", {"seed": -1}).status_code == 422  # OpenEnv's own request validation
+    assert post(base_url, "/reset", {"seed": 3, "eci": 2}).status_code == 200
+    assert health(base_url) == 200
+
+
+def test_http_step_is_stateless_and_says_to_use_the_websocket(base_url: str) -> None:
+    assert post(base_url, "/reset", {"seed": 3, "eci": 1}).status_code == 200
+    response = post(base_url, "/step", {"action": {"tool": "inspect_logs", "component": SERVICES[0]}})
+    assert response.status_code == 409
+    detail = response.json()["detail"]
+    assert "HTTP /step is stateless" in detail and "/ws" in detail
+    assert post(base_url, "/step", {"action": {"tool": 12}}).status_code == 422  # not the action schema
+
+
+def test_the_readme_websocket_example_plays_an_episode(base_url: str, capsys) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in readme.split("```python\n")[1:] if "websockets.sync.client" in b]
+    assert blocks, "the README has no WebSocket example"
+    code = blocks[0].split("```")[0].replace("ws://127.0.0.1:8000", base_url.replace("http://", "ws://"))
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example, run as written
+    printed = capsys.readouterr().out.split()
+    assert float(printed[0]) <= 0.0 and printed[1] == "False"  # an investigation step: no score yet

@@ -90,8 +90,8 @@ def test_report_command(cli_run):
     ("args", "code", "message"),
     [
         (("train", "seed:incident_triage", "--model", "/no/such/model"), 1, "model path /no/such/model does not exist"),
-        (("train", "seed:incident_triage", "--wandb", "sometimes"), 2, "choose online, offline or disabled"),
-        (("train", "seed:incident_triage", "--eci", "9"), 2, "tiers run from 1 to 5"),
+        (("train", "seed:incident_triage", "--wandb", "sometimes"), 2, "unknown W&B mode 'sometimes'"),
+        (("train", "seed:incident_triage", "--eci", "9"), 2, "ECI tier 9 is outside 1-5"),
         (("train", "seed:incident_triage", "--resume"), 2, "--resume needs the run directory"),
         (("eval", "seed:incident_triage", "--policy", "model:/no/such/run", "--episodes", "1"), 2,
          "not a training run directory"),

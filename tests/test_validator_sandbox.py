@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from openadapt.cli import app
-from openadapt.validator import SandboxUnavailable, Validator, Verdict
-from openadapt.validator.report import CheckResult, SandboxInfo, Status, ValidationReport
 from openadapt.sandbox import bwrap
 from openadapt.sandbox.docker import PACKAGE_MOUNT, connect, container_spec
+from openadapt.validator import SandboxUnavailable, Validator, Verdict
+from openadapt.validator.report import CheckResult, SandboxInfo, Status, ValidationReport
 from openadapt.validator.service import make_sandbox
 
 FIXTURE = Path(__file__).parent / "fixtures" / "guess_env"
@@ -30,12 +30,13 @@ def test_docker_container_spec_is_locked_down(tmp_path):
                           image="my/validator:1", memory_mb=768, cpus=0.5)
     assert spec["image"] == "my/validator:1"
     assert spec["network_mode"] == "none" and spec["network_disabled"] is True
-    assert spec["read_only"] is True and spec["tmpfs"] == {"/tmp": "rw,size=256m,mode=1777"}
+    assert spec["read_only"] is True and spec["tmpfs"] == {"/tmp": "rw,noexec,nosuid,nodev,size=256m,mode=1777"}
     assert spec["volumes"] == {str(tmp_path): {"bind": PACKAGE_MOUNT, "mode": "ro"}}
     assert spec["user"] == "65534:65534" and spec["cap_drop"] == ["ALL"]
     assert spec["security_opt"] == ["no-new-privileges"]
     assert spec["mem_limit"] == spec["memswap_limit"] == "768m"
-    assert spec["pids_limit"] == 256 and spec["nano_cpus"] == 500_000_000
+    assert spec["pids_limit"] == 512 and spec["nano_cpus"] == 500_000_000
+    assert spec["environment"]["PYTHONHASHSEED"] == "1"  # the worker's; its twin takes another
     assert all(isinstance(u, docker.types.Ulimit) for u in spec["ulimits"])
     request = json.loads(spec["command"][-1])
     assert spec["command"][:5] == ["python", "-I", "-m", "openadapt.validator.worker", "--once"]
@@ -72,6 +73,11 @@ def test_bwrap_command_isolates(tmp_path):
         assert f"--reuid={sandbox.uid}" in argv and "--no-new-privs" in argv and "--bounding-set=-all" in argv
         assert "/work/main/.git" not in argv and str(Path.home()) not in argv[argv.index("--"):]
         assert set(sandbox.worker_env()) == {"PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "HOME", "OMP_NUM_THREADS"}
+        # The scratch is a tmpfs of the sandbox's disk budget, never a writable host directory.
+        scratch = argv.index("/tmp/scratch")
+        assert argv[scratch - 1] == "--tmpfs" and argv[scratch - 2] == str(256 * 1024 * 1024)
+        assert "--bind" not in argv
+        assert str(sandbox.scratch) not in argv
     finally:
         sandbox.close()
 
@@ -124,7 +130,7 @@ def test_cli_validate_exit_codes(tmp_path, no_docker):
     failing = runner.invoke(app, ["validate", str(broken), "--episodes", "4"])
     assert failing.exit_code == 1 and "static.manifest" in failing.output
     unusable = runner.invoke(app, ["validate", str(tmp_path / "nothing-here")])
-    assert unusable.exit_code == 2 and "verdict: unusable" in unusable.output
+    assert unusable.exit_code == 2 and "no such directory" in unusable.output
     bad_flag = runner.invoke(app, ["validate", str(FIXTURE), "--sandbox", "chroot"])
     assert bad_flag.exit_code == 2
     no_engine = runner.invoke(app, ["validate", str(FIXTURE), "--sandbox", "docker"])

@@ -21,11 +21,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 from transformers import TrainerCallback
 
+from openadapt.curriculum.config import (  # noqa: F401 - CurriculumConfig, stored_config: the controller's API
+    CONFIG_FILE,
+    ENVS_DIR,
+    EVENTS_FILE,
+    TIERS_FILE,
+    TRAIN_DIR,
+    UNLIMITED_STEPS,
+    CurriculumConfig,
+    read_config,
+    stored_config,
+)
 from openadapt.curriculum.escalation import EscalationRequest, Escalator, Recertifier
-from openadapt.curriculum.rule import Decision, RuleConfig, TierWindows, decide, episode_tier
+from openadapt.curriculum.rule import Decision, TierWindows, decide, episode_tier
 from openadapt.curriculum.sources import DesignTask, check_source, first_version
 from openadapt.curriculum.state import (
     CHECKPOINT_STATE,
@@ -40,59 +51,11 @@ from openadapt.curriculum.state import (
 from openadapt.envpkg.loader import resolve
 from openadapt.runfiles import read_jsonl, write_atomic
 from openadapt.runlock import DirectoryLock
-from openadapt.training.config import TrainConfig, WandbMode, default_wandb_mode
 from openadapt.training.episodes import EpisodeOutcome
 from openadapt.training.rundir import CHECKPOINT
 from openadapt.validator import Validator, Verdict
 
-CONFIG_FILE = "curriculum.json"
-EVENTS_FILE = "events.jsonl"
-TIERS_FILE = "tiers.jsonl"
-TRAIN_DIR = "train"
-ENVS_DIR = "envs"
-UNLIMITED_STEPS = 1_000_000
-
 Listener = Callable[[dict[str, Any]], None]  # receives every event, and a "progress" pseudo-event per step
-
-
-class CurriculumConfig(BaseModel):
-    """One curriculum run. The LLM endpoint (if any) is configured at run time and never stored: its key must
-    not reach the run directory."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: str = Field(description="a task prompt, a package directory, or seed:NAME")
-    output: Path
-    model: str = "tiny"
-    rule: RuleConfig = Field(default_factory=RuleConfig)
-    start_tier: int = Field(default=1, ge=1, le=5)
-    hours: float | None = Field(default=None, gt=0, description="stop after this much training wall time")
-    max_steps: int | None = Field(default=None, ge=1, description="stop at this global optimizer step")
-    eval_episodes: int = Field(default=100, ge=0, description="held-out seeds per tier evaluation (0: none)")
-    escalation_attempts: int = Field(default=2, ge=1, description="designer+validator rounds per escalation "
-                                     "before the run stops as blocked")
-    designer_attempts: int = Field(default=3, ge=1, description="LLM repair attempts within one round")
-    lr: float | None = None
-    num_generations: int = 8
-    prompts_per_step: int = 4
-    save_steps: int = Field(default=10, ge=1)
-    warmup_steps: int | None = Field(default=None, ge=0, description="the solver's format warm-up (None: its "
-                                     "default for the model)")
-    seed: int = 0
-    solver: dict[str, Any] = Field(default_factory=dict, description="further TrainConfig settings for the "
-                                   "solver (e.g. max_turns, beta, tiny_size), checked when the run starts")
-    wandb: WandbMode = Field(default_factory=default_wandb_mode)
-    sandbox: str = "auto"
-
-    def train_config(self, package: str, tier: int, resume: bool) -> TrainConfig:
-        # Every version the curriculum trains on was certified by its validator already.
-        settings: dict[str, Any] = {"lr": self.lr, "warmup_steps": self.warmup_steps, "validate_package": False,
-                                    **self.solver}
-        return TrainConfig(package=package, model=self.model, eci=[tier], steps=self.max_steps or UNLIMITED_STEPS,
-                           num_generations=self.num_generations, prompts_per_step=self.prompts_per_step,
-                           save_steps=self.save_steps, seed=self.seed, output=self.output / TRAIN_DIR,
-                           resume=resume, wandb=self.wandb, wandb_project="openadapt-curriculum",
-                           eval_episodes=0, sandbox=self.sandbox, **settings)
 
 
 class CurriculumSummary(BaseModel):
@@ -183,7 +146,7 @@ class Curriculum:
         if self.resume:
             if not stored.exists():
                 raise CurriculumError(f"{self.root} is not a curriculum run directory (no {CONFIG_FILE})")
-            previous = _read_config(stored)
+            previous = read_config(stored)
             if previous.source != self.config.source:
                 raise CurriculumError(f"{self.root} holds a curriculum on {previous.source!r}, not "
                                       f"{self.config.source!r}: resume it with its own source (or pass only "
@@ -429,21 +392,6 @@ def _certified(dest: Path) -> bool:
     except (OSError, json.JSONDecodeError):
         return False
     return report.get("verdict") == Verdict.PASS.value and (dest / "package").is_dir()
-
-
-def stored_config(run_dir: Path) -> CurriculumConfig:
-    """The configuration a run directory was started with (for --resume)."""
-    path = run_dir / CONFIG_FILE
-    if not path.exists():
-        raise CurriculumError(f"{run_dir} is not a curriculum run directory (no {CONFIG_FILE})")
-    return _read_config(path)
-
-
-def _read_config(path: Path) -> CurriculumConfig:
-    try:
-        return CurriculumConfig.model_validate_json(path.read_text())
-    except ValueError as exc:
-        raise CurriculumError(f"{path} is not a valid curriculum config: {exc}") from None
 
 
 def _last_step(path: Path) -> int:

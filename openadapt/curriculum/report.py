@@ -9,15 +9,67 @@ import json
 from pathlib import Path
 from typing import Any
 
-from openadapt.curriculum.controller import CONFIG_FILE, EVENTS_FILE, TIERS_FILE, TRAIN_DIR
+from openadapt.curriculum.config import CONFIG_FILE, EVENTS_FILE, TIERS_FILE, TRAIN_DIR
 from openadapt.curriculum.state import STATE_FILE, CurriculumError, CurriculumState, EventLog
+from openadapt.kit.eci import TIERS
 from openadapt.runfiles import read_jsonl
 
 TIER_COLOURS = {1: "#1b9e77", 2: "#d95f02", 3: "#7570b3", 4: "#e7298a", 5: "#66a61e"}
+MIN_POINTS = 2  # fewer rows draw no plot: the report says there is no data yet
 
 
 def is_curriculum_run(run_dir: Path) -> bool:
     return (run_dir / CONFIG_FILE).exists()
+
+
+def render_any_report(run_dir: Path) -> Path:
+    """`openadapt report RUN_DIR`: the curriculum report for a curriculum run, else the training report."""
+    from openadapt.training.report import render_report
+
+    return render_curriculum_report(run_dir) if is_curriculum_run(run_dir) else render_report(run_dir)
+
+
+def describe_event(event: dict[str, Any]) -> str:
+    """One curriculum event (`events.jsonl`) in words, for the report and the command's progress lines."""
+    e = event
+    kind = e.get("event", "?")
+    describe = _DESCRIPTIONS.get(kind)
+    if describe is not None:
+        try:
+            return describe(e)
+        except (KeyError, TypeError, ValueError):
+            pass  # an event written by another version: fall back to its fields
+    fields = ", ".join(f"{k} {v}" for k, v in e.items() if k not in ("at", "event", "step", "summary", "rule"))
+    return f"{kind.replace('_', ' ')}" + (f": {fields}" if fields else "")
+
+
+def _validation(e: dict[str, Any]) -> str:
+    counts = (e.get("summary") or {}).get("counts") or {}
+    found = ", ".join(f"{n} {status}" for status, n in counts.items())
+    reused = f", reused {e['reused']}" if e.get("reused") else ""
+    return f"ECI {e['target']} version validated: {e['verdict']}" + (f" ({found})" if found else "") + reused
+
+
+_DESCRIPTIONS = {
+    "started": lambda e: f"started on {e['source']} at ECI {e['tier']}",
+    "designing": lambda e: "designing the first package for the task prompt",
+    "validation": _validation,
+    "resumed": lambda e: (f"resumed from {e['from_checkpoint']}" if e.get("from_checkpoint") else
+                          "resumed from the start (no checkpoint yet)")
+                         + f", {e.get('redone_steps', 0)} step(s) redone",
+    "escalation_triggered": lambda e: (f"ECI {e['tier']} reached a windowed solve rate of "
+                                       f"{e['windowed_solve_rate']:.2f} over {e['window']} episodes: escalating to "
+                                       f"ECI {e['target']}"),
+    "heldout_eval": lambda e: (f"held-out ECI {e['eci']} ({e['when']}): solve rate {e['solve_rate']:.2f} "
+                               f"[{e['solve_rate_ci95'][0]:.2f}, {e['solve_rate_ci95'][1]:.2f}] on {e['episodes']} "
+                               f"seeds, reward {e['mean_return']:.3f}"),
+    "escalated": lambda e: f"escalated ECI {e['tier']} -> {e['target']} (environment version v{e['version']})",
+    "escalation_rejected": lambda e: (f"the ECI {e['target']} version was rejected (round {e['round']}): "
+                                      f"{e['reason']}"),
+    "collapse": lambda e: (f"collapse: ECI {e['tier']} replays at {e['replay_solve_rate']:.2f} while training ECI "
+                           f"{e['current']}" + ("; stepping back" if e.get("step_back") else "")),
+    "stopped": lambda e: f"stopped ({e['status']}): {e['reason']}",
+}
 
 
 def render_curriculum_report(run_dir: Path) -> Path:
@@ -61,6 +113,9 @@ def _mark(ax, escalations: list[dict[str, Any]]) -> None:
 
 
 def _save(plt, fig, ax, path: Path) -> Path:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
@@ -69,10 +124,10 @@ def _save(plt, fig, ax, path: Path) -> Path:
 
 
 def _plot_solve_rates(rows: list[dict[str, Any]], escalations: list[dict[str, Any]], path: Path) -> Path | None:
-    if not rows:
+    if len(rows) < MIN_POINTS:
         return None
     plt, fig, ax = _figure()
-    for tier in range(1, 6):
+    for tier in TIERS:
         points = [(r["step"], r["windowed"][str(tier)]) for r in rows if str(tier) in r.get("windowed", {})]
         if points:
             ax.plot(*zip(*points, strict=True), label=f"ECI {tier}", color=TIER_COLOURS[tier], linewidth=1.4)
@@ -85,7 +140,7 @@ def _plot_solve_rates(rows: list[dict[str, Any]], escalations: list[dict[str, An
 
 
 def _plot_timeline(rows: list[dict[str, Any]], escalations: list[dict[str, Any]], path: Path) -> Path | None:
-    if not rows:
+    if len(rows) < MIN_POINTS:
         return None
     plt, fig, ax = _figure()
     ax.step([r["step"] for r in rows], [r["tier"] for r in rows], where="post", color="#333333")
@@ -96,16 +151,20 @@ def _plot_timeline(rows: list[dict[str, Any]], escalations: list[dict[str, Any]]
 
 def _plot_components(rows: list[dict[str, Any]], escalations: list[dict[str, Any]], path: Path) -> Path | None:
     names = sorted({name for r in rows for name in (r.get("components") or {})})
-    if not rows:
+    if len(rows) < MIN_POINTS:
         return None
     plt, fig, ax = _figure()
     steps = [r["step"] for r in rows]
-    ax.plot(steps, [r["reward_mean"] for r in rows], label="episode reward (mean)", color="black", linewidth=1.4)
-    for name in names:
-        ax.plot(steps, [(r.get("components") or {}).get(name, float("nan")) for r in rows], label=name,
-                linewidth=1)
+    series = {"episode reward (mean)": [r["reward_mean"] for r in rows]}
+    series.update({name: [(r.get("components") or {}).get(name, float("nan")) for r in rows] for name in names})
+    for label, values in series.items():
+        main = label.startswith("episode")
+        ax.plot(steps, values, label=label, color="black" if main else None, linewidth=1.4 if main else 1)
+    seen = [v for values in series.values() for v in values if v == v]  # NaN is a component a row lacks
+    low, high = min(seen + [0.0]), max(seen + [1.0])  # 0 and 1 always in view: a flat line is not zoomed in on
     _mark(ax, escalations)
-    ax.set(xlabel="optimizer step", ylabel="reward", title="Shaped reward and its components (training batches)")
+    ax.set(xlabel="optimizer step", ylabel="reward", ylim=(low - 0.05, high + 0.05),
+           title="Shaped reward and its components (training batches)")
     ax.legend(fontsize=7, loc="lower right", ncol=2)
     return _save(plt, fig, ax, path)
 
@@ -133,12 +192,12 @@ def _markdown(run_dir: Path, state: CurriculumState, events: list[dict[str, Any]
               "|---|---|---|---|---|"]
     for v in state.versions:
         lines.append(f"| v{v.version} | {v.eci} | {v.step} | `{v.ref}` | `{v.folder}/` |")
-    lines += ["", "## Events", "", "| time | step | event | detail |", "|---|---|---|---|"]
+    lines += ["", "## Events", "", "| time | step | what happened |", "|---|---|---|"]
     for e in events:
-        detail = {k: v for k, v in e.items() if k not in ("at", "event", "step", "summary", "rule")}
-        lines.append(f"| {e['at']} | {e['step']} | {e['event']} | {json.dumps(detail, sort_keys=True)[:160]} |")
+        lines.append(f"| {e['at']} | {e['step']} | {describe_event(e).replace('|', '/')} |")
     lines += ["", "## Plots", ""]
-    lines += [f"![{p.stem}](plots/{p.name})" for p in images]
+    lines += [f"![{p.stem}](plots/{p.name})" for p in images] or [
+        f"No plots yet: they are drawn once {MIN_POINTS} optimizer steps are logged (`{TIERS_FILE}`)."]
     return "\n".join(lines) + "\n"
 
 

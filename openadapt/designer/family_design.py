@@ -27,7 +27,7 @@ import time
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
@@ -76,26 +76,43 @@ class FamilyChoice(BaseModel):
 class Piece:
     """One request's worth of the domain: a group of scalar fields, one nested record, or one list item."""
 
-    path: str  # 'domain', 'domain.tools', 'domain.faults[2]'
+    path: str  # 'domain', 'domain.tools', 'domain.faults[2]', 'domain.faults.keys'
     model: type[BaseModel]
     field: str | None = None  # the domain field it fills (None: the header group)
     index: int | None = None  # the list index, for list items
     value: Any = None
     guide: str = ""  # field descriptions, shown the first time a kind of piece is asked for
+    keys: bool = False  # the keys of a list (written before its items; not part of the domain itself)
 
 
 @dataclass
 class Session:
-    """The growing conversation of one design: every answered piece stays in it (the KV cache is reused)."""
+    """The conversation of one design: a fixed prefix, then one (instruction, answer) turn per written piece, in
+    the pieces' order. Writing pieces in order only ever appends, so the model's KV cache is reused; rewriting a
+    piece replaces its turn (the domain is in the conversation once, whatever the repairs)."""
 
     backend: ChatBackend
-    messages: list[dict[str, str]]
+    prefix: list[dict[str, str]]
     usage: Usage = field(default_factory=Usage)
     completions: list[dict[str, Any]] = field(default_factory=list)
+    turns: dict[str, tuple[str, str]] = field(default_factory=dict)  # piece path -> (instruction, answer)
+    order: list[str] = field(default_factory=list)  # the pieces' paths in plan order
 
-    def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, keep: bool = True) -> BaseModel:
-        messages = [*self.messages, {"role": "user", "content": instruction}]
-        completion = self.backend.complete(messages, schema=_schema(model), max_tokens=max_tokens)
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        out = list(self.prefix)
+        for path in self.order:
+            if path in self.turns:
+                ask, answer = self.turns[path]
+                out += [{"role": "user", "content": ask}, {"role": "assistant", "content": answer}]
+        return out
+
+    def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
+            schema: dict[str, Any] | None = None) -> BaseModel:
+        """One constrained request; with `key`, the answer becomes (or replaces) that piece's turn."""
+        messages = [*self._without(key), {"role": "user", "content": instruction}]
+        schema = schema or _schema(model)
+        completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens)
         self._record(completion)
         try:
             value = completion.parse_as(model)
@@ -103,12 +120,21 @@ class Session:
             if not completion.truncated:
                 raise
             # The constrained answer ran out of room: ask once more with twice the room.
-            completion = self.backend.complete(messages, schema=_schema(model), max_tokens=max_tokens * 2)
+            completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens * 2)
             self._record(completion)
             value = completion.parse_as(model)
-        if keep:
-            self.messages = [*messages, {"role": "assistant", "content": completion.text.strip()}]
+        if key is not None:
+            self.turns[key] = (instruction, completion.text.strip())
         return value
+
+    def _without(self, key: str | None) -> list[dict[str, str]]:
+        if key is None or key not in self.turns:
+            return self.messages
+        kept = self.turns.pop(key)
+        try:
+            return self.messages
+        finally:
+            self.turns[key] = kept
 
     def _record(self, completion: Completion) -> None:
         self.usage.add(completion.usage)
@@ -122,17 +148,17 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 # ---- 1-2: the mechanic and the family ---------------------------------------------------------------------------
 def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tuple[FamilyChoice, Session]:
-    session = Session(backend, [{"role": "system", "content": SYSTEM}])
+    session = Session(backend, [{"role": "system", "content": SYSTEM}], order=["mechanic"])
     mechanic = session.ask(
         f"The task:\n> {task}\n\nDescribe the core of this task as JSON: `world` (the setting in a few words), "
         "`agent_does` (what the agent does, in one sentence), `succeeds_when` (what counts as success).",
-        TaskMechanic, max_tokens=220)
+        TaskMechanic, max_tokens=220, key="mechanic")
     fits: dict[str, FamilyFit] = {}
     for family in families:
         fits[family.name] = session.ask(
             f"Candidate mechanics family `{family.name}`: {family.summary}. It fits {family.fits}.\n"
             "Could this family model the task faithfully, with the task's own world and actions? Answer as JSON "
-            "with `reason` (one sentence) then `fit` (0-10).", FamilyFit, max_tokens=160, keep=False)
+            "with `reason` (one short sentence) then `fit` (0-10).", FamilyFit, max_tokens=120)
     best = max(fits, key=lambda name: (fits[name].fit, -list(fits).index(name)))
     chosen = best if fits[best].fit >= MIN_FIT else None
     return FamilyChoice(family=chosen, fits=fits, mechanic=mechanic), session
@@ -168,6 +194,9 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
         item = _list_item_model(f.annotation)
         if item is not None:
             count = _target_count(f, len(getattr(example, name)))
+            if name in domain_cls.KEYS:
+                pieces.append(Piece(f"domain.{name}.keys", _keys_model(name, item, domain_cls.KEYS[name], count),
+                                    name, keys=True))
             for i in range(count):
                 pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, guide=_guide(item.model_fields)
                                     if i == 0 else ""))
@@ -179,22 +208,37 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
     return pieces
 
 
+def _keys_model(name: str, item: type[BaseModel], key: str, count: int) -> type[BaseModel]:
+    """{"items": [exactly `count` keys]} with the key field's own constraints on each."""
+    info = item.model_fields[key]
+    constraints = {k: getattr(m, k) for m in info.metadata for k in ("pattern", "min_length", "max_length")
+                   if getattr(m, k, None) is not None}
+    key_type = Annotated[str, Field(**constraints)]
+    return create_model(f"{name.title().replace('_', '')}Keys", items=(
+        list[key_type], Field(min_length=count, max_length=count, description=f"the {key} of each of the {count} "
+                              f"{name}, all different: {info.description or ''}")))
+
+
 def _target_count(info: Any, example_count: int) -> int:
+    """As few items as the schema allows (a small model writes each in seconds, not minutes), at least 3."""
     low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
     high = next((m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), low + 4)
-    return max(low, min(high, min(example_count, low + 2)))
+    return max(low, min(high, example_count, 3))
 
 
 def _trimmed_example(example: Domain) -> str:
     """The worked example, with each list cut to its first items (the model sees the shape, not a catalogue)."""
     data = example.model_dump(mode="json")
     for name, value in data.items():
-        if isinstance(value, list) and len(value) > EXAMPLE_ITEMS + 1:
-            data[name] = value[: EXAMPLE_ITEMS + 1]
-    return json.dumps(data, indent=1, ensure_ascii=False)
+        if isinstance(value, list) and len(value) > EXAMPLE_ITEMS:
+            data[name] = value[:EXAMPLE_ITEMS]
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _max_tokens(piece: Piece, example: Domain) -> int:
+    if piece.keys:
+        return 40 + 16 * piece.model.model_fields["items"].metadata[0].min_length if piece.model.model_fields[
+            "items"].metadata else 200
     if piece.field is None:
         sample = {n: getattr(example, n) for n in piece.model.model_fields}
     elif piece.index is not None:
@@ -212,6 +256,12 @@ def _instruction(piece: Piece, pieces: list[Piece], family: Family, problems: li
                 f"\nWrite `{piece.path}` again as JSON, fixing every problem.")
     elif piece.field is None:
         head = "Write the domain's header fields as JSON, for THIS task's world (not the example's)."
+    elif piece.keys:
+        key = family.domain.KEYS[piece.field]
+        head = (f"First name the `{piece.field}` of this world: write the `{key}` of each of them as JSON "
+                '{"items": [...]}, all different, each specific to the task\'s world.')
+    elif piece.index is not None and (keys := _keys_of(pieces, piece.field)):
+        head = f"Write `{piece.field}` item {piece.index + 1} of {len(keys)}, `{keys[piece.index]}`, as JSON."
     elif piece.index is not None:
         same = [p for p in pieces if p.field == piece.field]
         used = [_name_of(p.value) for p in same if p.value is not None]
@@ -225,6 +275,61 @@ def _instruction(piece: Piece, pieces: list[Piece], family: Family, problems: li
     return f"{head}\n{description or ''}{guide}".strip()
 
 
+def _keys_of(pieces: list[Piece], field_name: str | None) -> list[str]:
+    keys = next((p for p in pieces if p.keys and p.field == field_name), None)
+    return list(keys.value.items) if keys is not None and keys.value is not None else []
+
+
+def _known(pieces: list[Piece], source: str) -> list[str]:
+    """The values of `list.field` known so far: the list's keys, or the field of the items written."""
+    list_name, field_name = source.split(".")
+    values = [getattr(p.value, field_name) for p in pieces
+              if p.field == list_name and p.index is not None and p.value is not None]
+    if not values:
+        keys = _keys_of(pieces, list_name)
+        return keys if keys else []
+    return list(dict.fromkeys(v for v in values if isinstance(v, str)))
+
+
+def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domain]) -> dict[str, Any]:
+    """The piece's JSON schema, with its key fixed and its references limited to values that exist."""
+    schema = piece.model.model_json_schema()
+    props = schema.get("properties", {})
+    if piece.index is None or piece.keys:
+        return schema
+    keys = _keys_of(pieces, piece.field)
+    key = domain_cls.KEYS.get(piece.field)
+    if key and keys and key in props:
+        props[key] = {"type": "string", "enum": [keys[piece.index]]}
+    for ref_path, ref in domain_cls.REFERENCES.items():
+        list_name, field_name = ref_path.split(".")
+        if list_name != piece.field or field_name not in props:
+            continue
+        values = _known(pieces, ref.source)
+        if ref.later_only and ref.source.split(".")[0] == piece.field:
+            values = keys[piece.index + 1:] if keys else []
+        if not values and not ref.later_only:
+            continue
+        enum = {"type": "string", "enum": values} if values else None
+        prop = props[field_name]
+        if prop.get("type") == "array":
+            props[field_name] = {**prop, "items": enum} if enum else {**prop, "maxItems": 0}
+        elif enum:
+            props[field_name] = enum
+    return schema
+
+
+def _replace_value(data: Any, old: str, new: str) -> Any:
+    """`data` with every string equal to `old` replaced by `new` (a rename, never a substring edit)."""
+    if isinstance(data, str):
+        return new if data == old else data
+    if isinstance(data, list):
+        return [_replace_value(v, old, new) for v in data]
+    if isinstance(data, dict):
+        return {k: _replace_value(v, old, new) for k, v in data.items()}
+    return data
+
+
 def _name_of(value: Any) -> str | None:
     if isinstance(value, BaseModel):
         for key in ("name", "id", "title"):
@@ -236,7 +341,7 @@ def _name_of(value: Any) -> str | None:
 def assemble(pieces: list[Piece]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for piece in pieces:
-        if piece.value is None:
+        if piece.value is None or piece.keys:
             continue
         value = piece.value.model_dump(mode="json")
         if piece.field is None:
@@ -346,6 +451,7 @@ class FamilyDomainDesigner:
                         if self._family.load_example(n) != self._example]
         self._session = self._domain_session(choice)
         self._pieces = plan_pieces(self._family.domain, self._example)
+        self._start_pieces()
         for piece in self._pieces:
             self._write(piece)
         return self._candidate(notes, started)
@@ -356,8 +462,9 @@ class FamilyDomainDesigner:
         started = time.monotonic()
         note = ("An earlier version of this domain failed the environment validator:\n" + feedback[:1500] +
                 "\nWrite the domain again, so that these checks pass.")
-        self._session.messages.append({"role": "user", "content": note})
-        self._session.messages.append({"role": "assistant", "content": "{\"ok\": true}"})
+        self._session.prefix = [*self._session.prefix[:3], {"role": "user", "content": note},
+                                {"role": "assistant", "content": "{\"ok\": true}"}]
+        self._session.turns.clear()
         for piece in self._pieces:
             piece.value = None
         for piece in self._pieces:
@@ -385,11 +492,21 @@ class FamilyDomainDesigner:
         return Session(self.backend, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": context},
                                       {"role": "assistant", "content": "{\"ready\": true}"}], usage=Usage())
 
+    def _start_pieces(self) -> None:
+        self._session.order = [p.path for p in self._pieces]
+
     def _write(self, piece: Piece, problems: list[str] | None = None, attempt: int = 1) -> None:
         instruction = _instruction(piece, self._pieces, self._family, problems)
         started = time.monotonic()
         try:
-            piece.value = self._session.ask(instruction, piece.model, _max_tokens(piece, self._example))
+            schema = constrained_schema(piece, self._pieces, self._family.domain)
+            piece.value = self._session.ask(instruction, piece.model, _max_tokens(piece, self._example),
+                                            key=piece.path, schema=schema)
+            if piece.keys and problems is None:
+                repeated = [k for i, k in enumerate(piece.value.items) if k.lower() in
+                            [x.lower() for x in piece.value.items[:i]]]
+                if repeated:
+                    self._write(piece, problems=[f"{', '.join(repeated)} repeated: every one must differ"])
         except (ReplyError, ValidationError) as exc:
             piece.value = None
             self.progress("writing", attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
@@ -397,6 +514,34 @@ class FamilyDomainDesigner:
         last = self._session.completions[-1]
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
         self.progress("writing", attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
+
+    def _rename_if_key(self, problem: DomainProblem) -> bool:
+        """A problem with an item's key (copied, a schema word...) is fixed by renaming that one key: a new name
+        is asked for, then put in place everywhere the old one was used (the item and every reference)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        if not match or self._family.domain.KEYS.get(match.group(1)) != match.group(3):
+            return False
+        list_name, index = match.group(1), int(match.group(2))
+        keys_piece = next((p for p in self._pieces if p.keys and p.field == list_name), None)
+        if keys_piece is None or keys_piece.value is None:
+            return False
+        old = keys_piece.value.items[index]
+        single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
+        taken = ", ".join(keys_piece.value.items)
+        try:
+            new = self._session.ask(f"The name {old!r} of `{list_name}` item {index + 1} is wrong: {problem.message}."
+                                    f" Write a new one as JSON {{\"name\": ...}}, different from: {taken}.",
+                                    single, max_tokens=60).name
+        except (ReplyError, ValidationError):
+            return False
+        if new.lower() in {k.lower() for k in keys_piece.value.items}:
+            return False
+        keys_piece.value = keys_piece.model(items=[new if k == old else k for k in keys_piece.value.items])
+        for piece in self._pieces:
+            if piece.value is not None and not piece.keys:
+                piece.value = type(piece.value).model_validate(_replace_value(piece.value.model_dump(), old, new))
+        self.progress("renamed", 0, f"{list_name} {old!r} -> {new!r}")
+        return True
 
     def _check(self) -> list[DomainProblem]:
         data = assemble(self._pieces)
@@ -416,9 +561,13 @@ class FamilyDomainDesigner:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
             for problem in problems:
+                if self._rename_if_key(problem):
+                    continue
                 for piece in owner(problem.path, self._pieces):
                     by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))
-            self.progress("repairing pieces", rounds, ", ".join(by_piece)[:120])
+            if by_piece:
+                first = next(iter(by_piece.values()))[1][0]
+                self.progress("repairing pieces", rounds, f"{len(by_piece)} piece(s), e.g. {first[:140]}")
             for piece, messages in by_piece.values():
                 self._write(piece, problems=messages[:6])
             problems = self._check()

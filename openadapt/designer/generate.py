@@ -15,7 +15,7 @@ import shutil
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from openadapt import __version__
 from openadapt.designer import prompting
@@ -29,7 +29,7 @@ from openadapt.designer.loop import Progress, run_design
 from openadapt.designer.naming import NAME, package_name
 from openadapt.designer.provenance import Provenance
 from openadapt.envpkg.render import content_digest, template_versions
-from openadapt.errors import UsageError
+from openadapt.errors import UsageError, settings_error
 from openadapt.sandbox import SandboxChoice
 
 FAILED_DIR = ".failed"
@@ -56,6 +56,31 @@ class GenerateRequest(BaseModel):
     custom: bool = Field(default=False, description="an endpoint LLM writes custom mechanics, skipping families")
 
 
+    @classmethod
+    def from_options(cls, *, base_url: str | None = None, model: str | None = None, local_model: str | None = None,
+                     threads: int | None = None, seed: int | None = None, temperature: float | None = None,
+                     **fields) -> GenerateRequest:
+        """A request from command-line options: an endpoint when one is configured (flags, else the environment),
+        else the embedded model; `seed` and `temperature` go to whichever designs. UsageError when the flags ask
+        for both."""
+        sampling = {k: v for k, v in {"seed": seed, "temperature": temperature}.items() if v is not None}
+        if fields.get("example") is not None:
+            return cls(**fields)
+        llm = LLMConfig.from_env(base_url=base_url, model=model, **sampling)
+        local_only = {k: v for k, v in {"model": local_model, "threads": threads}.items() if v is not None}
+        if llm is not None and local_only:
+            raise UsageError("--local-model and --threads set the embedded model, but an endpoint is configured "
+                             f"({llm.base_url}): use one designer (unset OPENADAPT_BASE_URL to use the local model)")
+        if llm is None and model is not None:
+            raise UsageError("--model names an endpoint's model: give --base-url too (or OPENADAPT_BASE_URL), or "
+                             "use --local-model for the embedded one")
+        try:
+            local = LocalSettings(**local_only, **sampling) if llm is None and (local_only or sampling) else None
+            return cls(llm=llm, local=local, **fields)
+        except ValidationError as exc:
+            raise settings_error(exc, "designer settings") from None
+
+
 class GenerateResult(BaseModel):
     ok: bool
     name: str
@@ -80,7 +105,32 @@ def check_request(request: GenerateRequest) -> str:
         raise UsageError(f"the task prompt has {len(task)} characters (at most {MAX_TASK_CHARS})")
     if request.name is not None and not NAME.fullmatch(request.name):
         raise UsageError(f"--name {request.name!r} must be a lowercase identifier (letters, digits, underscores)")
+    if request.custom and request.llm is None:
+        raise UsageError("--custom needs an OpenAI-compatible endpoint (--base-url, or OPENADAPT_BASE_URL): the "
+                         "embedded model writes family domains only")
+    if request.output_root.exists() and not request.output_root.is_dir():
+        raise UsageError(f"--output {request.output_root} is a file: choose a directory for the packages")
     return task
+
+
+def request_name(request: GenerateRequest, task: str) -> str:
+    """The package name: --name, else the example's own name, else the task's words."""
+    if request.name is not None:
+        return request.name
+    if request.example is not None:
+        return request.example.partition(":")[2]
+    return package_name(task)
+
+
+def check_destination(request: GenerateRequest, name: str) -> Path:
+    """Where the package will be published; UsageError before any model loads when that place is taken."""
+    dest = request.output_root / name
+    if dest.exists() and not request.force:
+        raise UsageError(f"{dest} already exists: pass --force to replace it, or --name to choose another "
+                         "(nothing was changed)")
+    if dest.exists() and not dest.is_dir():
+        raise UsageError(f"{dest} exists and is not a package directory (nothing was changed)")
+    return dest
 
 
 class FamilyThenCustom:
@@ -113,11 +163,9 @@ class FamilyThenCustom:
 
 def choose_designer(request: GenerateRequest, task: str, progress: Progress | None = None) -> tuple[Designer, str]:
     """The designer this request gets, and the package name."""
+    name = request_name(request, task)
     if request.example is not None:
-        default = request.example.partition(":")[2]
-        name = request.name or default
         return ExampleDesigner(request.example, name), name
-    name = request.name or package_name(task)
     if request.llm is not None:
         client = LLMClient(request.llm)
         custom = CustomDesigner(client, name, task, prompting)
@@ -151,14 +199,9 @@ def generate(request: GenerateRequest, progress: Progress | None = None, validat
     from openadapt.validator import Validator
 
     task = check_request(request)
+    dest = check_destination(request, request_name(request, task))
     designer, name = choose_designer(request, task, progress)
     root = request.output_root
-    dest = root / name
-    if dest.exists() and not request.force:
-        raise UsageError(f"{dest} already exists: pass --force to replace it, or --name to choose another "
-                         "(nothing was changed)")
-    if dest.exists() and not dest.is_dir():
-        raise UsageError(f"{dest} exists and is not a package directory (nothing was changed)")
     provenance = Provenance(openadapt_version=__version__, name=name, task=task, designer=designer.info,
                             template_versions=template_versions(), created_at=_now())
     run_dir = root / STAGING_DIR / f"{name}-{os.getpid()}-{time.time_ns()}"

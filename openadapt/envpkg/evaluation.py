@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterable
 from pydantic import BaseModel, Field
 
 from openadapt.envpkg.loader import LoadedPackage
+from openadapt.envpkg.policies import unknown_policy
 from openadapt.errors import UsageError
 from openadapt.kit.policy import Policy, RandomPolicy, policy_rng
 
 # Seeds at or above this are never used for training (openadapt.training draws below it).
 EVAL_SEED_START = 1_000_000
-POLICIES = ("oracle", "heuristic", "random")
 
 
 class EpisodeResult(BaseModel):
@@ -68,7 +68,7 @@ def make_policy(pkg: LoadedPackage, name: str) -> Policy:
         return pkg.heuristic_cls()
     if name == "random":
         return RandomPolicy(pkg.action_cls)
-    raise UsageError(f"unknown policy {name!r}; choose one of {', '.join(POLICIES)}")
+    raise unknown_policy(name)
 
 
 def run_episode(env, policy: Policy, seed: int, eci: int,

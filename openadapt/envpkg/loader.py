@@ -55,20 +55,25 @@ class PackageRef:
         return f"seed:{self.name}" if self.seed else str(self.root)
 
 
-def resolve(ref: str) -> PackageRef:
-    """`seed:NAME` or a directory holding `openenv.yaml`; raises UsageError/ManifestError with one clear line."""
+def locate(ref: str) -> Path:
+    """The directory `seed:NAME` or a path names, without reading its manifest; UsageError with one clear line
+    when there is none."""
     if ref.startswith(SEED_PREFIX):
         name = ref[len(SEED_PREFIX):]
         if name not in seed_names():
             raise UsageError(f"unknown seed {name!r}; available seeds: {', '.join(seed_names())}")
-        root = SEEDS_DIR / name
-        return PackageRef(root, parse_manifest(root), seed=True)
+        return SEEDS_DIR / name
     root = Path(ref).expanduser()
     if not root.exists():
         raise UsageError(f"{ref}: no such directory (expected a package directory or seed:NAME)")
     if not root.is_dir():
         raise UsageError(f"{ref}: not a directory (expected a package directory or seed:NAME)")
-    root = root.resolve()
+    return root.resolve()
+
+
+def resolve(ref: str) -> PackageRef:
+    """`seed:NAME` or a directory holding `openenv.yaml`; raises UsageError/ManifestError with one clear line."""
+    root = locate(ref)
     return PackageRef(root, parse_manifest(root), seed=root.parent == SEEDS_DIR)
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -79,14 +80,31 @@ def fill(text: str, **values: Any) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
 
 
+@dataclass(frozen=True)
+class Ref:
+    """A field whose values must be values of another field: `source` is 'list.field' (every `field` of the
+    items of `list`). `later_only`, within the same list, allows only items after this one (an ordered list then
+    makes an acyclic graph)."""
+
+    source: str
+    later_only: bool = False
+
+
 class Domain(BaseModel):
-    """Fields every domain has; a family's schema subclasses this and adds its own."""
+    """Fields every domain has; a family's schema subclasses this and adds its own.
+
+    `KEYS` and `REFERENCES` tell a designer how the domain's parts refer to each other, so that it can write a
+    list's keys first and constrain every reference to keys that exist: with constrained decoding, a dangling
+    reference is then impossible rather than a likely mistake of a small model. The semantic checks
+    (`family_problems`) stay the authority."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    KEYS: ClassVar[dict[str, str]] = {}  # list field -> its items' key field, e.g. {"components": "name"}
+    REFERENCES: ClassVar[dict[str, Ref]] = {}  # 'list.field' -> Ref('list.key'), e.g. components.depends_on
 
     title: str = Field(min_length=3, max_length=80, description=(
-        "Short name of the world this domain models, in the task's own words (e.g. 'Farm irrigation pumps', "
-        "'Hospital operating rooms'). Never a generic word like 'system' or 'domain'."))
+        "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse refrigeration', "
+        "'University course timetabling'). Never a generic word like 'system' or 'domain'."))
     summary: str = Field(min_length=30, max_length=700, description=(
         "Two or three sentences for the agent's briefing: the setting, who the agent is, and what it must "
         "achieve. Concrete and specific to this world."))
@@ -206,5 +224,5 @@ def identifier_problems(values: Iterable[str], path: str, field: str | None = No
     """Names the agent types into actions must be lowercase identifiers (letters, digits, underscores)."""
     suffix = f".{field}" if field else ""
     return [DomainProblem(path=f"{path}[{i}]{suffix}", message=f"{value!r} must be a lowercase identifier like "
-                          "'clogged_strainer' (letters, digits, underscores)")
+                          "'frosted_evaporator' (letters, digits, underscores)")
             for i, value in enumerate(values) if not _IDENT.match(value)]

@@ -104,9 +104,9 @@ class AuditRecorder:
         if event.startswith("ctypes.dlsym"):
             return f"call native code via ctypes: look up {_short(args[1] if len(args) > 1 else args)}"
         if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
-            return f"{event.removeprefix('socket.')} to {_short(args[1] if len(args) > 1 else args)}"
+            return f"{event.removeprefix('socket.')} to {_address(args[1] if len(args) > 1 else args)}"
         if event == "socket.bind":
-            return f"listen on {_short(args[1] if len(args) > 1 else args)}"
+            return f"listen on {_address(args[1] if len(args) > 1 else args)}"
         if event.startswith("socket.get"):
             return f"resolve the host name {_short(args[0])}"
         if event == "sys.addaudithook":
@@ -154,6 +154,12 @@ class AuditRecorder:
                 return None
             frame = frame.f_back
         return None
+
+
+def _address(value) -> str:
+    if isinstance(value, tuple) and len(value) >= 2:
+        return f"{value[0]}:{value[1]}"
+    return _short(value)
 
 
 def _short(value) -> str:

@@ -23,6 +23,8 @@ MAX_PACKAGE_BYTES = 20 * 1024 * 1024
 MAX_PACKAGE_FILES = 2000
 MAX_DEPTH = 16
 MAX_PROBLEMS = 20
+NATIVE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll", ".exe")
+NATIVE_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe")  # ELF, Mach-O
 
 
 class SandboxChoice(StrEnum):
@@ -95,7 +97,8 @@ def stage_package(source: Path, dest: Path) -> str:
 
     Only regular files and directories are copied. A symbolic link that stays inside the package is copied as
     the file it names; one that leaves the package, dangles or names a directory is refused, as are named
-    pipes, sockets, devices, hard links, control characters in names, and files over the size limits. Files are
+    pipes, sockets, devices, hard links, compiled native code (ELF, PE, Mach-O, extension modules), control
+    characters in names, and files over the size limits. Files are
     opened with O_NOFOLLOW|O_NONBLOCK and checked again after opening, so a file swapped for a pipe or a link
     while staging is refused too (never read, never blocked on). Raises PackageRefused with every problem.
     """
@@ -136,6 +139,10 @@ def stage_package(source: Path, dest: Path) -> str:
                 data = handle.read(MAX_FILE_BYTES + 1)
         finally:
             os.close(fd)
+        if rel.endswith(NATIVE_SUFFIXES) or data.startswith(NATIVE_MAGIC):
+            refuse(f"{rel} is compiled native code: a package ships source, data and templates (native code would "
+                   "run beyond the validator's audit hooks)")
+            return
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

@@ -18,7 +18,7 @@ from typing import Any
 from openadapt.envpkg.textenv import TextStep
 from openadapt.errors import OpenAdaptError
 from openadapt.sandbox.base import SandboxUnavailable, WorkerDied, WorkerHandle
-from openadapt.sandbox.choice import SandboxChoice, make_sandbox, stage_package
+from openadapt.sandbox.choice import PackageRefused, SandboxChoice, make_sandbox, stage_package
 
 REQUEST_TIMEOUT_S = 30.0
 
@@ -60,7 +60,12 @@ class SandboxedTextEnvs:
             raise SandboxUnavailable("stepping environments in docker is not supported; use bwrap")
         box.prepare()
         staged = box.inbox / "package"
-        stage_package(Path(package), staged)
+        try:
+            stage_package(Path(package), staged)
+        except PackageRefused as refused:
+            box.close()
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise RemoteEnvError(f"the package cannot be staged into the sandbox: {refused}") from None
         self.sandbox = box
         try:
             self.handle = WorkerHandle(box, box.worker_command("openadapt.sandbox.env_host",

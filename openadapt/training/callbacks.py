@@ -73,6 +73,19 @@ class MetricsWriter(TrainerCallback):
             listener(row)
 
 
+class SummaryOnSave(TrainerCallback):
+    """After every checkpoint, summary.json records how far the run got (`write(step)`, set by the solver), so a
+    run killed between checkpoints still says which steps exist."""
+
+    def __init__(self) -> None:
+        self.write: Callable[[int], None] | None = None
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.write is not None:
+            self.write(state.global_step)
+        return control
+
+
 class SaveOnStop(TrainerCallback):
     """Installed last: when anything (Ctrl-C, a curriculum callback) stops training before `max_steps`, the
     step that just finished is checkpointed, so `--resume` continues from it."""

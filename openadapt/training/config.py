@@ -1,17 +1,35 @@
-"""What a training run is asked to do: `TrainConfig`, written to `RUN_DIR/config.json`."""
+"""What a training run is asked to do.
+
+- `SolverSettings`: how the solver learns (model, GRPO settings, turns, warm-up, checkpoints, sandbox). One model
+  for every stage that trains: `TrainConfig` (one `openadapt train` run) and the curriculum's `CurriculumConfig`
+  both extend it, so a setting has one name, one bound and one default everywhere.
+- `TrainConfig`: the settings plus what one run trains on (package, tiers, steps, run directory), written to
+  `RUN_DIR/config.json` with every default resolved.
+- `resumed_config(stored, requested)`: what a `--resume` runs with: the run's recorded settings, except the few a
+  resume may change (how long, how often to save, logging, evaluation).
+
+Fields left at `None` are resolved from the model kind when the settings are built (`tiny`: the CPU path, a
+model trained from scratch over the package's vocabulary; anything else: a pretrained model with LoRA).
+"""
 
 from __future__ import annotations
 
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from openadapt.kit.eci import Tier
+from openadapt.sandbox.choice import SandboxChoice
 from openadapt.training.tiny import TinySize
 
 TINY = "tiny"
+TINY_WARMUP, TINY_WARMUP_MIN = 400, 100
+# Settings a `--resume` cannot change: the checkpoint's model was built and warmed up with them.
+FROZEN = frozenset({"package", "model", "tiny_size", "vocab_seeds", "vocab_min_count", "lora", "warmup_steps",
+                    "warmup_lr", "warmup_prompt_lm"})
 
 
 class WandbMode(StrEnum):
@@ -36,9 +54,8 @@ class LoraSettings(BaseModel):
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
 
 
-class TrainConfig(BaseModel):
-    """One GRPO run. Fields left at `None` are resolved from the model kind when the config is built (the
-    resolved values are what `config.json` records).
+class SolverSettings(BaseModel):
+    """How the GRPO solver learns, shared by `openadapt train` and the curriculum.
 
     The reward GRPO sees is the environment's own: `reward="return"` (default) is the episode return, the sum of
     every per-step reward of the episode (malformed or rejected actions cost reward, and the terminal step
@@ -46,33 +63,41 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    package: str = Field(description="environment package directory, or seed:NAME")
-    model: str = Field(default=TINY, description="'tiny', a hub id, or a local model directory")
-    eci: list[int] = Field(default_factory=lambda: [1], description="tiers of the default fixed-tier plan")
-    steps: int = Field(default=200, ge=1, description="optimizer steps (the run's global step count)")
+    model: str = Field(default=TINY, description="'tiny', a preset ('qwen2.5-coder-0.5b'), a hub id, or a local "
+                       "model directory")
     lr: float | None = Field(default=None, gt=0, description="learning rate (tiny 1e-3, LoRA 2e-5)")
-    num_generations: int = Field(default=8, ge=2, description="completions per prompt group (GRPO's G)")
-    prompts_per_step: int = Field(default=4, ge=1, description="episode groups per optimizer step")
-    max_completion_length: int = Field(default=96, ge=8, description="tokens per generated turn")
-    max_turns: int = Field(default=4, ge=1, description="model turns per training episode (the environment's "
-                           "own step budget also ends it); held-out evaluation uses the environment's budget")
+    num_generations: int | None = Field(default=None, ge=2, description="completions per prompt group (GRPO's "
+                                        "G; tiny 4, real models 8)")
+    prompts_per_step: int | None = Field(default=None, ge=1, description="episode groups per optimizer step "
+                                         "(tiny 8, real models 4)")
+    max_completion_length: int | None = Field(default=None, ge=8, description="tokens per generated turn (tiny "
+                                              "48 word-level tokens, real models 128)")
+    max_turns: int | dict[Tier, int] | None = Field(
+        default=None, description="model turns per training episode: a number, or one per tier ({1: 2, 3: 4}, "
+        "a tier without one gets the largest); None: the environment's own step budget per tier, which always "
+        "ends an episode too. Held-out evaluation uses the environment's budget alone")
+    context: Literal["full", "last"] | None = Field(
+        default=None, description="what the model sees at each turn: 'full' the whole conversation so far (one "
+        "GRPO sample per episode, environment tokens masked), 'last' the system prompt and the latest observation "
+        "only (one sample per turn, each with its episode's advantage; valid where an observation carries "
+        "everything the episode has shown, as openadapt's families' case files do). Default: tiny 'last', real "
+        "models 'full'")
     temperature: float = Field(default=1.0, gt=0)
-    beta: float = Field(default=0.0, ge=0, description="KL coefficient against the initial model (0: no KL)")
+    beta: float | None = Field(default=None, ge=0, description="KL coefficient against the initial model (tiny "
+                               "0.1: it keeps the warm-up's spread over tools; real models 0)")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
-    output: Path = Field(description="the run directory")
-    resume: bool = False
     wandb: WandbMode = Field(default_factory=default_wandb_mode)
     wandb_project: str = "openadapt"
     warmup_steps: int | None = Field(default=None, ge=0, description="format warm-up steps on random "
-                                     "schema-valid actions before GRPO (tiny 400, real models 0)")
+                                     "schema-valid actions before GRPO (tiny: 400, or for a run of fewer "
+                                     "steps that many, at least 100; real models 0)")
     warmup_lr: float = Field(default=3e-3, gt=0)
     warmup_prompt_lm: bool | None = Field(default=None, description="the warm-up also does next-token prediction "
                                           "on the prompts' own text, no answers and no reward (tiny: yes)")
-    save_steps: int = Field(default=50, ge=1, description="checkpoint every N steps (and at the end)")
-    save_total_limit: int = Field(default=3, ge=1)
-    eval_episodes: int = Field(default=100, ge=0, description="held-out seeds per tier for the before/after "
-                               "evaluation in summary.json (0: skip)")
+    save_steps: int = Field(default=10, ge=1, description="checkpoint every N steps (and at the end): a kill "
+                            "loses at most the steps since the last one")
+    save_total_limit: int = Field(default=2, ge=1)
     system_prompt: bool | None = Field(default=None, description="put the package's system prompt in the "
                                        "conversation (tiny: no, it cannot read instructions; real models: yes)")
     vocab_seeds: int = Field(default=200, ge=1, description="tiny: training seeds played at random to collect "
@@ -85,36 +110,37 @@ class TrainConfig(BaseModel):
     gradient_checkpointing: bool | None = None
     use_vllm: bool = Field(default=False, description="generate rollouts with TRL's vLLM engine (GPU only, vLLM "
                            "installed; TRL's vllm_* settings, temperature and max_completion_length apply)")
-    trust: bool = Field(default=False, description="run an untrusted package in this process, not the sandbox")
-    validate_package: bool = Field(default=True, description="validate a package that is not an openadapt seed "
-                                   "(in the sandbox) before training on it; the curriculum, which certifies its "
-                                   "versions itself, turns this off")
-    sandbox: str = "auto"
+    sandbox: SandboxChoice = SandboxChoice.AUTO
 
-    @field_validator("eci")
+    @field_validator("max_turns")
     @classmethod
-    def _tiers(cls, value: list[int]) -> list[int]:
-        if not value:
-            raise ValueError("at least one ECI tier is needed")
-        bad = [t for t in value if t not in range(1, 6)]
-        if bad:
-            raise ValueError(f"tier {bad[0]} is outside 1-5")
-        return sorted(set(value))
+    def _turns(cls, value: int | dict[int, int] | None) -> int | dict[int, int] | None:
+        values = [value] if isinstance(value, int) else list((value or {}).values())
+        if any(v < 1 for v in values):
+            raise ValueError("max_turns must be at least 1")
+        return value
+
+    @field_validator("sandbox", mode="before")
+    @classmethod
+    def _sandbox(cls, value: Any) -> SandboxChoice:
+        return SandboxChoice.parse(value)
 
     @model_validator(mode="after")
-    def _resolve(self) -> TrainConfig:
+    def _resolve(self) -> SolverSettings:
         tiny = self.is_tiny
-        if self.lr is None:
-            self.lr = 1e-3 if tiny else 2e-5
-        if self.warmup_steps is None:
-            self.warmup_steps = 400 if tiny else 0
-        if self.warmup_prompt_lm is None:
-            self.warmup_prompt_lm = tiny
-        if self.system_prompt is None:
-            self.system_prompt = not tiny
-        if self.gradient_checkpointing is None:
-            self.gradient_checkpointing = not tiny
+        defaults = {
+            "lr": 1e-3 if tiny else 2e-5, "num_generations": 4 if tiny else 8, "prompts_per_step": 8 if tiny else 4,
+            "max_completion_length": 48 if tiny else 128, "context": "last" if tiny else "full",
+            "beta": 0.1 if tiny else 0.0, "warmup_steps": self._default_warmup(), "warmup_prompt_lm": tiny,
+            "system_prompt": not tiny, "gradient_checkpointing": not tiny,
+        }
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                self.__dict__[name] = value  # resolved, not "set": model_fields_set keeps what was asked for
         return self
+
+    def _default_warmup(self) -> int:
+        return TINY_WARMUP if self.is_tiny else 0
 
     @property
     def is_tiny(self) -> bool:
@@ -122,5 +148,98 @@ class TrainConfig(BaseModel):
 
     @property
     def batch_size(self) -> int:
-        """Completions per optimizer step."""
+        """Episodes (completions in GRPO's sense) per optimizer step."""
         return self.prompts_per_step * self.num_generations
+
+    def turns_at(self, tier: int, budget: int | None = None) -> int | None:
+        """The turn limit of a training episode at `tier` (None: the environment's budget ends it), capped by the
+        environment's own step budget `budget` when given."""
+        turns = self.max_turns.get(tier, max(self.max_turns.values())) if isinstance(self.max_turns, dict) \
+            else self.max_turns
+        if turns is None:
+            return budget
+        return min(turns, budget) if budget else turns
+
+    def settings(self) -> dict[str, Any]:
+        """These settings as keyword arguments (for the config of the run they drive)."""
+        return {name: getattr(self, name) for name in SolverSettings.model_fields}
+
+
+class TrainConfig(SolverSettings):
+    """One GRPO run: the solver settings plus what it trains on and where it writes."""
+
+    package: str = Field(description="environment package directory, or seed:NAME")
+    eci: list[Tier] = Field(default_factory=lambda: [1], description="tiers of the default fixed-tier plan")
+    steps: int = Field(default=200, ge=1, description="optimizer steps (the run's global step count)")
+    output: Path = Field(description="the run directory")
+    resume: bool = False
+    eval_episodes: int = Field(default=100, ge=0, description="held-out seeds per tier for the before/after "
+                               "evaluation in summary.json (0: skip)")
+    trust: bool = Field(default=False, description="run an untrusted package in this process, not the sandbox")
+    validate_package: bool = Field(default=True, description="validate a package that is not an openadapt seed "
+                                   "(in the sandbox) before training on it; the curriculum, which certifies its "
+                                   "versions itself, turns this off")
+
+    @field_validator("eci")
+    @classmethod
+    def _tiers(cls, value: list[int]) -> list[int]:
+        if not value:
+            raise ValueError("at least one ECI tier is needed")
+        return sorted(set(value))
+
+    @classmethod
+    def build(cls, **settings: Any) -> TrainConfig:
+        """A config from settings a user gave (flags; `None` means not given), the run directory defaulting to
+        runs/PACKAGE-TIMESTAMP; a validation error is one `UsageError` line."""
+        from pydantic import ValidationError
+
+        from openadapt.errors import settings_error
+        from openadapt.training.rundir import check_run_dir, default_run_dir
+
+        given = {k: v for k, v in settings.items() if v is not None}
+        if given.get("output") is None and given.get("package"):
+            from openadapt.envpkg.loader import resolve
+
+            given["output"] = default_run_dir(resolve(given["package"]).name)
+        if given.get("output") is not None:
+            check_run_dir(Path(given["output"]), resume=bool(given.get("resume")))
+        try:
+            return cls(**given)
+        except ValidationError as exc:
+            raise settings_error(exc, "training settings") from None
+
+    def _default_warmup(self) -> int:
+        """tiny's default warm-up scales with a short run (a 30-step smoke run does not spend minutes on it)."""
+        return min(TINY_WARMUP, max(TINY_WARMUP_MIN, self.steps)) if self.is_tiny else 0
+
+
+def resumed_config(stored: TrainConfig, requested: TrainConfig) -> tuple[TrainConfig, list[str]]:
+    """The config a resumed run trains with, and one note per setting it changes.
+
+    A resume continues the run it finds: every setting the request did not set explicitly
+    (`requested.model_fields_set`) is the run's recorded one, so a model half-trained with one turn budget,
+    learning rate or warm-up does not silently go on with the defaults. A setting the request did set and that
+    differs is taken (a longer `steps`, another save interval, a new learning rate) and noted; one the checkpoint
+    depends on (`FROZEN`: the model, its vocabulary, its warm-up) is refused with a TrainingError. A caller that
+    fills every field with its own defaults (a CLI) must pass only what the user gave."""
+    from openadapt.training.errors import TrainingError
+
+    asked = requested.model_fields_set - {"output", "resume"}
+    changed = sorted(n for n in asked if getattr(requested, n) != getattr(stored, n))
+    frozen = [n for n in changed if n in FROZEN]
+    if frozen:
+        name = frozen[0]
+        raise TrainingError(f"{stored.output} was trained with {name}={_show(getattr(stored, name))}; a resume cannot "
+                            f"change it (asked for {_show(getattr(requested, name))}): start a new run instead")
+    taken = {n: getattr(requested, n) for n in changed}
+    merged = TrainConfig.model_validate({**stored.model_dump(), **taken, "resume": requested.resume,
+                                         "output": requested.output})
+    notes = [f"resume changes {n} from {_show(getattr(stored, n))} to {_show(getattr(requested, n))}"
+             for n in changed]
+    return merged, notes
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return str(value)

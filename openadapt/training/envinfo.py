@@ -11,13 +11,9 @@ from pydantic import BaseModel
 
 from openadapt.envpkg.loader import PackageRef, load
 from openadapt.envpkg.textenv import TextEnv
-from openadapt.errors import OpenAdaptError
 from openadapt.kit.policy import _WORD, RandomPolicy
 from openadapt.kit.protocol import json_objects
-
-
-class TrainingError(OpenAdaptError):
-    """Training cannot start or go on (bad model, failed validation, out of memory...)."""
+from openadapt.training.errors import TrainingError  # noqa: F401 - where the training modules import it from
 
 
 class SchemaRandomActions(RandomPolicy):

@@ -8,7 +8,8 @@ run: its environment seed comes from `training_seed` (always below the held-out 
 `TierPlan`; all completions of a group play that same seed and tier, which is what GRPO's group baseline needs.
 Completion `i` of the returned batch is episode `i`, and every per-episode extra key (`episode_return`,
 `final_reward`, `solved`, `components`, `eci`, `env_seed`, `turns`) is a list in that same order, which TRL
-passes to the reward function as keyword arguments.
+passes to the reward function as keyword arguments. With `context="last"` the batch also carries `turn_rows`
+(episode index, the turn's context ids, its generated ids) for `turns.TurnGRPOTrainer`.
 """
 
 from __future__ import annotations
@@ -86,13 +87,17 @@ class EnvironmentRollout:
         self.envs: list[TextEnv] = []
         self.package = ""
         self.tiers: list[int] = []
+        self.budget: dict[int, int] = {}
         self.system_prompt: str | None = None
         self.generator_factory: Callable[[Any], Generator] | None = None  # tests script completions here
         self.stats: StepStats | None = None
         self.last_traces: list[EpisodeTrace] = []
 
-    def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None) -> None:
+    def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None,
+               budget: dict[int, int] | None = None) -> None:
+        """The environments to play from the next step on; `budget` is the package's step budget per tier."""
         self.envs, self.package, self.tiers, self.system_prompt = envs, package, list(tiers), system_prompt
+        self.budget = dict(budget or {})
 
     def specs(self, global_step: int, groups: int) -> tuple[list[int], list[EpisodeSpec]]:
         indices, specs = [], []
@@ -103,7 +108,8 @@ class EnvironmentRollout:
                 raise TrainingError(f"the tier plan chose ECI {tier}, which {self.package} does not support "
                                     f"(tiers {self.tiers})")
             indices.append(index)
-            specs.append(EpisodeSpec(seed=training_seed(self.config.seed, index), eci=tier))
+            specs.append(EpisodeSpec(seed=training_seed(self.config.seed, index), eci=tier,
+                                     max_turns=self.config.turns_at(tier, self.budget.get(tier))))
         return indices, specs
 
     def _generator(self, trainer: Any) -> Generator:
@@ -133,7 +139,7 @@ class EnvironmentRollout:
         try:
             traces = run_episodes(self.envs, specs, self._generator(trainer), self.tokenizer,
                                   system_prompt=self.system_prompt if self.config.system_prompt else None,
-                                  max_turns=self.config.max_turns, stop_ids=eos_ids(self.tokenizer, model))
+                                  stop_ids=eos_ids(self.tokenizer, model), context=self.config.context)
         finally:
             if was_training:
                 model.train()
@@ -147,7 +153,12 @@ class EnvironmentRollout:
                     eci=trace.eci, solved=trace.solved, episode_return=trace.episode_return,
                     final_reward=trace.final_reward, components=trace.components,
                     solve_rate_signal=trace.solve_rate_signal, turns=len(trace.turns), finished=trace.finished))
-        return {
+        batch: dict[str, Any] = {}
+        if self.config.context == "last":
+            batch["turn_rows"] = [(i, row.prompt_ids, row.completion_ids) for i, t in enumerate(traces)
+                                  for row in t.rows]
+            batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
+        return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],
             "completion_ids": [t.completion_ids for t in traces],
             "logprobs": None,  # TRL recomputes them with the training model (no importance correction needed)

@@ -4,6 +4,8 @@
   on random schema-valid actions; saved to `RUN_DIR/init` so evaluation and `--resume` reload it.
 - a local directory or a hub id: transformers + a LoRA adapter (peft) by default (`lora=None`: full weights);
   unsloth's FastLanguageModel instead when unsloth is importable and CUDA is present.
+- a preset (`qwen2.5-coder-0.5b`) or a `.gguf` file: converted once into a transformers directory in the model
+  cache (`openadapt.training.pretrained`), then as a local directory.
 
 A model that cannot be found fails before anything is written, with one clear line: a path that does not
 exist, or a hub id that is neither in the local cache nor reachable (no network, `HF_HUB_OFFLINE`).
@@ -56,7 +58,12 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 def resolve_model_source(name: str) -> tuple[str, bool]:
     """(what to pass to from_pretrained, whether it may only come from local files). Fails fast and clearly
-    when the model cannot be had, instead of retrying the network for half a minute."""
+    when the model cannot be had, instead of retrying the network for half a minute. A preset or a `.gguf` file
+    (`pretrained`) becomes its converted transformers directory."""
+    from openadapt.training.pretrained import is_gguf_model, trainable_model_dir
+
+    if is_gguf_model(name):
+        return str(trainable_model_dir(name, progress=_say)), True
     path = Path(name).expanduser()
     if path.exists():
         if not (path / "config.json").exists() and not (path / "adapter_config.json").exists():
@@ -81,6 +88,12 @@ def resolve_model_source(name: str) -> tuple[str, bool]:
                             "the hub is unreachable (no network); download it where there is network, or pass a "
                             "local path or 'tiny'")
     return name, False
+
+
+def _say(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
 
 
 def _cuda() -> bool:
@@ -117,7 +130,8 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
                                range(WARMUP_SEED_START, WARMUP_SEED_START + 16 * config.warmup_steps),
                                steps=config.warmup_steps, lr=config.warmup_lr,
                                system_prompt=system if config.system_prompt else None,
-                               prompt_loss=bool(config.warmup_prompt_lm), progress=progress)
+                               prompt_loss=bool(config.warmup_prompt_lm), progress=progress,
+                               later_turns=1 if config.context == "last" else 0)
     return LoadedModel(model, tokenizer, "tiny", f"built in-process ({len(vocab)} tokens)", warmup=warmup)
 
 

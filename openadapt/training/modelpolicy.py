@@ -14,28 +14,41 @@ from openadapt.envpkg.evaluation import EVAL_SEED_START, EpisodeResult, EvalRepo
 from openadapt.errors import UsageError
 from openadapt.training.config import TrainConfig
 from openadapt.training.pool import TextEnvPool
-from openadapt.training.rollout import EpisodeSpec, EpisodeTrace, eos_ids, model_generator, run_episodes
+from openadapt.training.rollout import Context, EpisodeSpec, EpisodeTrace, eos_ids, model_generator, run_episodes
 from openadapt.training.rundir import RunDir
 
 MODEL_PREFIX = "model:"
+PRETRAINED_TOKENS = 128  # tokens per turn for a pretrained model evaluated zero-shot
 
 
 class ModelPolicy:
     """Greedy decoding with `model`; `system_prompt` says whether the conversation carries the package's system
-    prompt (as the run that trained the model did)."""
+    prompt and `context` what each turn sees (both as the run that trained the model did)."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, system_prompt: bool, max_new_tokens: int, name: str):
+    def __init__(self, model: Any, tokenizer: Any, *, system_prompt: bool, max_new_tokens: int, name: str,
+                 context: Context = "full"):
         self.model = model
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self.max_new_tokens = max_new_tokens
         self.name = name
+        self.context = context  # what each turn is generated from, as in training (rollout.run_episodes)
 
     @classmethod
     def from_run(cls, run_dir: Path | str) -> ModelPolicy:
-        """The run's final model, else its latest checkpoint."""
+        """The run's final model, else its latest checkpoint. A model preset or a `.gguf` file instead of a run
+        directory (`model:qwen2.5-coder-0.5b`) is that pretrained model, zero-shot: its chat template, the
+        package's system prompt, the whole conversation, `PRETRAINED_TOKENS` tokens per turn."""
         from openadapt.training.loading import load_saved
+        from openadapt.training.pretrained import is_gguf_model, trainable_model_dir
 
+        if not Path(run_dir).is_dir() and is_gguf_model(str(run_dir)):
+            loaded = load_saved(trainable_model_dir(str(run_dir)), "pretrained")
+            if loaded.tokenizer.pad_token is None:
+                loaded.tokenizer.pad_token = loaded.tokenizer.eos_token
+            loaded.tokenizer.padding_side = "left"
+            return cls(loaded.model, loaded.tokenizer, system_prompt=True, max_new_tokens=PRETRAINED_TOKENS,
+                       name=f"{MODEL_PREFIX}{run_dir}", context="full")
         run = RunDir(run_dir)
         if not run.config_path.exists():
             raise UsageError(f"{run_dir}: not a training run directory (no config.json)")
@@ -46,7 +59,8 @@ class ModelPolicy:
             raise UsageError(f"{run_dir}: the run has no final model and no checkpoint yet")
         loaded = load_saved(source, "tiny" if config.is_tiny else "pretrained")
         return cls(loaded.model, loaded.tokenizer, system_prompt=bool(config.system_prompt),
-                   max_new_tokens=config.max_completion_length, name=f"{MODEL_PREFIX}{run_dir}")
+                   max_new_tokens=config.max_completion_length, name=f"{MODEL_PREFIX}{run_dir}",
+                   context=config.context)
 
 
 def trace_result(trace: EpisodeTrace) -> EpisodeResult:
@@ -86,7 +100,7 @@ def evaluate_model(policy: ModelPolicy, pool: TextEnvPool, tiers: Iterable[int],
             for start in range(0, len(specs), width):
                 chunk = run_episodes(pool.envs, specs[start:start + width], generate, policy.tokenizer,
                                      system_prompt=system, max_turns=None,
-                                     stop_ids=eos_ids(policy.tokenizer, model))
+                                     stop_ids=eos_ids(policy.tokenizer, model), context=policy.context)
                 traces += chunk
                 for trace in chunk:
                     if on_trace is not None:

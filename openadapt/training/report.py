@@ -64,30 +64,63 @@ def _window(n: int) -> int:
     return max(1, min(20, n // 10))
 
 
+MIN_POINTS = 2  # fewer steps than this draw no curve: "no data yet", not a dot zoomed into noise
+MIN_SPAN = 0.2  # the least y-range a reward axis shows when the package's range is unknown
+
+
+def reward_axis(data: RunData, values: Sequence[float]) -> tuple[float, float]:
+    """The reward axis: the package's declared reward range (so a flat line reads as flat), widened to the data;
+    else the data with at least MIN_SPAN around it."""
+    low, high = min(values), max(values)
+    declared = _declared_reward_range(str(data.config.get("package", "")))
+    if declared is not None:
+        low, high = min(low, declared[0]), max(high, declared[1])
+    elif high - low < MIN_SPAN:
+        middle = (high + low) / 2
+        low, high = middle - MIN_SPAN / 2, middle + MIN_SPAN / 2
+    pad = 0.05 * (high - low)
+    return low - pad, high + pad
+
+
+def _declared_reward_range(package: str) -> tuple[float, float] | None:
+    from openadapt.envpkg.loader import resolve
+
+    try:
+        low, high = resolve(package).manifest.openadapt.reward_range
+    except Exception:  # noqa: BLE001 - the package moved or is gone: the data decide the axis
+        return None
+    return float(low), float(high)
+
+
 def plot_curves(data: RunData) -> dict[str, Path]:
-    """plots/reward.png and plots/solve_rate.png (raw per step, and a moving average) in the run directory."""
+    """plots/reward.png and plots/solve_rate.png (raw per step, and a moving average) in the run directory;
+    nothing while the run has fewer than MIN_POINTS steps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     rows = data.metrics
-    if not rows:
+    if len(rows) < MIN_POINTS:
         return {}
     steps = [r["step"] for r in rows]
     w = _window(len(rows))
     files: dict[str, Path] = {}
-    plots = (("reward", "reward_mean", "episode reward (sampled)"),
-             ("solve_rate", "solve_rate", "solve rate (sampled)"))
-    for name, key, label in plots:
+    plots = (("reward", "reward_mean", "episode reward (sampled)", "Training reward per optimizer step"),
+             ("solve_rate", "solve_rate", "solve rate (sampled)", "Sampled solve rate per optimizer step"))
+    for name, key, label, title in plots:
         values = [r[key] for r in rows]
         fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
-        ax.plot(steps, values, color="#9db4d6", linewidth=0.8, label=f"{label}, per step")
-        ax.plot(steps, smooth(values, w), color="#1f4e99", linewidth=2, label=f"moving average ({w} steps)")
+        ax.plot(steps, values, color="#9db4d6", linewidth=0.8, marker="." if len(rows) < 30 else None,
+                label=f"{label}, per step")
+        if w > 1:
+            ax.plot(steps, smooth(values, w), color="#1f4e99", linewidth=2, label=f"moving average over {w} steps")
         if name == "reward":
-            low = [v - r["reward_std"] for v, r in zip(values, rows, strict=True)]
-            high = [v + r["reward_std"] for v, r in zip(values, rows, strict=True)]
-            ax.fill_between(steps, low, high, color="#9db4d6", alpha=0.25, linewidth=0)
+            low = [v - r.get("reward_std", 0.0) for v, r in zip(values, rows, strict=True)]
+            high = [v + r.get("reward_std", 0.0) for v, r in zip(values, rows, strict=True)]
+            ax.fill_between(steps, low, high, color="#9db4d6", alpha=0.25, linewidth=0, label="+- one std")
+            ax.set_ylim(*reward_axis(data, [*low, *high]))
         summary = data.summary or {}
         if name == "solve_rate":
             for which, colour in (("before", "#b03030"), ("after", "#2a8a2a")):
@@ -101,10 +134,12 @@ def plot_curves(data: RunData) -> dict[str, Path]:
                 ax.axvline(event["step"], color="#888888", linestyle=":", linewidth=1)
                 ax.annotate(f"{event.get('kind', 'event')}" + (f" ECI {event['eci']}" if "eci" in event else ""),
                             (event["step"], ax.get_ylim()[1]), fontsize=7, rotation=90, va="top", ha="right")
+        ax.set_title(f"{title} ({data.path.name})", fontsize=10)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("optimizer step")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="best")
         fig.tight_layout()
         folder = data.path / "plots"
         folder.mkdir(exist_ok=True)
@@ -123,16 +158,44 @@ def _table(headers: list[str], rows: list[list[str]]) -> tuple[str, str]:
     return md, ht
 
 
+def run_state(data: RunData) -> str:
+    """How the run stands: completed, interrupted, stopped early, running (a process holds it), or stopped
+    without finishing (no process holds it: killed, or it crashed)."""
+    stopped = (data.summary or {}).get("stopped")
+    if stopped in (None, "running"):
+        return "running" if _held(data.path) else "not running: killed or crashed before it finished"
+    return str(stopped)
+
+
+def _held(folder: Path) -> bool:
+    """Whether a live process holds the run directory's lock (the lock is only probed, never taken)."""
+    import fcntl
+
+    try:
+        with open(folder / ".lock", "rb") as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def overview_section(data: RunData) -> Section:
     c, s = data.config, data.summary or {}
+    done = max([r.get("step", 0) for r in data.metrics] + [s.get("global_step") or 0])
+    per_step = s.get("seconds_per_step_median")
+    if per_step is None and data.metrics:
+        per_step = statistics.median(r.get("seconds_per_step", 0.0) for r in data.metrics)
+    timing = f"{s['train_seconds']} s" if s.get("train_seconds") is not None else "-"
     rows = [["package", str(c.get("package"))], ["model", f"{c.get('model')} ({s.get('model_kind', '?')})"],
             ["ECI", ", ".join(map(str, c.get("eci", [])))],
-            ["steps", f"{s.get('global_step', len(data.metrics))} of {c.get('steps')} "
-                      f"({s.get('stopped', 'no summary')})"],
+            ["steps", f"{done} of {c.get('steps')} ({run_state(data)})"],
             ["batch", f"{c.get('prompts_per_step')} groups x {c.get('num_generations')} generations, "
                       f"max {c.get('max_turns')} turns, {c.get('max_completion_length')} tokens per turn"],
             ["learning rate", str(c.get("lr"))], ["reward", str(c.get("reward"))], ["KL beta", str(c.get("beta"))],
-            ["train time", f"{s.get('train_seconds', '?')} s; median {s.get('seconds_per_step_median', '?')} s/step"]]
+            ["train time", timing + (f"; median {per_step:.2f} s/step" if per_step is not None else "")]]
     if s.get("warmup"):
         w = s["warmup"]
         rows.append(["format warm-up", f"{w['steps']} steps on random actions, loss {w['first_loss']} -> "
@@ -160,9 +223,11 @@ def heldout_section(data: RunData) -> Section | None:
 
 def curves_section(data: RunData) -> Section | None:
     files = plot_curves(data)
-    if not files:
-        return None
     rows = data.metrics
+    if not files:
+        text = (f"No curves yet: {len(rows)} optimizer step(s) recorded; they are drawn from {MIN_POINTS} steps "
+                "on. Run `openadapt report` again later.")
+        return Section(title="Curves", markdown=text + "\n", html=f"<p>{html.escape(text)}</p>")
     tail = rows[-10:]
     text = (f"{len(rows)} steps; last 10 steps: reward {statistics.fmean(r['reward_mean'] for r in tail):.3f}, "
             f"sampled solve rate {statistics.fmean(r['solve_rate'] for r in tail):.3f}.")

@@ -1,17 +1,25 @@
 """Episodes played by a model through the text protocol, batched across environments.
 
 Every episode starts from the environment's first prompt; the model's reply (its generated tokens, EOS
-included) is decoded, sent to `TextEnv.step`, and the next observation is appended to the conversation with the
-chat template. The token record of an episode is `prompt_ids` (first prompt) plus `completion_ids`: every turn's
-generated tokens and, between turns, the template's environment tokens (the next user turn and the next
-generation prompt), with `env_mask` 1 on generated tokens and 0 on environment tokens, so GRPO trains on the
-model's own tokens only. The next turn is generated from exactly those tokens (no re-tokenisation of history).
+included) is decoded and sent to `TextEnv.step`. Each turn's generation is one batched `generate` over the
+episodes still running (finished ones drop out). What the model sees at the next turn depends on `context`:
+
+- `"full"`: the next observation is appended to the conversation with the chat template. The token record of an
+  episode is `prompt_ids` (first prompt) plus `completion_ids`: every turn's generated tokens and, between turns,
+  the template's environment tokens (the next user turn and the next generation prompt), with `env_mask` 1 on
+  generated tokens and 0 on environment tokens, so GRPO trains on the model's own tokens only. The next turn is
+  generated from exactly those tokens (no re-tokenisation of history).
+- `"last"`: the next turn is generated from the opening conversation rebuilt around the latest observation alone
+  (the system prompt when the run shows it, then that observation). Valid where an observation carries the whole
+  case so far (openadapt's families render everything the episode has shown, the last action's feedback and the
+  steps left), and it keeps every context as short as the first one. The record is one `TurnRow` per turn: the
+  exact context the turn was generated from and its generated tokens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -23,9 +31,20 @@ Generator = Callable[[list[list[int]]], list[list[int]]]
 SAFETY_TURNS = 200  # an environment must end its episodes within its budget; this only stops a broken one
 
 
+Context = Literal["full", "last"]
+
+
 class EpisodeSpec(BaseModel):
     seed: int
     eci: int
+    max_turns: int | None = Field(default=None, description="this episode's turn limit (None: the run's)")
+
+
+class TurnRow(BaseModel):
+    """One turn of a `context="last"` episode: the tokens it was generated from, and what the model wrote."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
 
 
 class Turn(BaseModel):
@@ -51,6 +70,7 @@ class EpisodeTrace(BaseModel):
     components: dict[str, float] = Field(default_factory=dict)
     solve_rate_signal: float | None = None
     generated_tokens: int = 0
+    rows: list[TurnRow] = Field(default_factory=list, description="context='last': one per turn")
 
     def record_end(self, step: TextStep) -> None:
         meta = step.metadata
@@ -110,14 +130,18 @@ class _Live:
         self.trace = trace
         self.env = env
         self.messages = messages
+        self.limit = SAFETY_TURNS
+        self.context_ids: list[int] = trace.prompt_ids  # what the next turn is generated from
 
 
 def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate: Generator, tokenizer: Any, *,
-                 system_prompt: str | None, max_turns: int | None = None,
-                 stop_ids: Sequence[int] = ()) -> list[EpisodeTrace]:
-    """Play `specs[i]` on `envs[i]` (all at once, one batched generation per turn) and return their traces in
-    order. An episode ends when the environment says done, or after `max_turns` model turns (None: only the
-    environment ends it). `system_prompt` None leaves the system turn out of the conversation."""
+                 system_prompt: str | None, max_turns: int | None = None, stop_ids: Sequence[int] = (),
+                 context: Context = "full") -> list[EpisodeTrace]:
+    """Play `specs[i]` on `envs[i]` (all at once, one batched generation per turn over the episodes still
+    running) and return their traces in order. An episode ends when the environment says done, or after its
+    turn limit (`spec.max_turns`, else `max_turns`; None: only the environment ends it). `system_prompt` None
+    leaves the system turn out of the conversation; `context` is what each turn is generated from (module
+    docstring)."""
     if len(specs) > len(envs):
         raise ValueError(f"{len(specs)} episodes need as many environments; the pool has {len(envs)}")
     stops = set(stop_ids) or {tokenizer.eos_token_id}
@@ -125,19 +149,22 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
     for env, spec in zip(envs, specs, strict=False):
         first = env.reset(seed=spec.seed, eci=spec.eci)
         messages = first_messages(system_prompt, first.prompt, tokenizer)
-        live.append(_Live(EpisodeTrace(seed=spec.seed, eci=spec.eci, prompt_ids=prompt_ids(tokenizer, messages)),
-                          env, messages))
-    limit = SAFETY_TURNS if max_turns is None else max_turns
+        episode = _Live(EpisodeTrace(seed=spec.seed, eci=spec.eci, prompt_ids=prompt_ids(tokenizer, messages)),
+                        env, messages)
+        episode.limit = spec.max_turns or max_turns or SAFETY_TURNS
+        episode.context_ids = episode.trace.prompt_ids
+        live.append(episode)
     active = list(live)
-    for turn in range(limit):
-        if not active:
-            break
-        replies = generate([e.trace.prompt_ids + e.trace.completion_ids for e in active])
+    turn = 0
+    while active:
+        replies = generate([e.context_ids for e in active])
         still = []
         for episode, reply in zip(active, replies, strict=True):
             trace = episode.trace
             text = tokenizer.decode(reply, skip_special_tokens=True)
             step = episode.env.step(text)
+            if context == "last":
+                trace.rows.append(TurnRow(prompt_ids=episode.context_ids, completion_ids=reply))
             trace.completion_ids += reply
             trace.env_mask += [1] * len(reply)
             trace.generated_tokens += len(reply)
@@ -147,14 +174,19 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
             if step.done:
                 trace.record_end(step)
                 continue
-            if turn + 1 >= limit:
-                continue  # cut by max_turns: not finished, not solved
-            ended = bool(reply) and reply[-1] in stops
-            env_tokens = continuation_ids(tokenizer, episode.messages, text, step.prompt, reply_ended=ended)
-            trace.completion_ids += env_tokens
-            trace.env_mask += [0] * len(env_tokens)
-            episode.messages = [*episode.messages, {"role": "assistant", "content": text},
-                                {"role": "user", "content": step.prompt}]
+            if turn + 1 >= episode.limit:
+                continue  # cut by its turn limit: not finished, not solved
+            if context == "last":
+                episode.context_ids = prompt_ids(tokenizer, first_messages(system_prompt, step.prompt, tokenizer))
+            else:
+                ended = bool(reply) and reply[-1] in stops
+                env_tokens = continuation_ids(tokenizer, episode.messages, text, step.prompt, reply_ended=ended)
+                trace.completion_ids += env_tokens
+                trace.env_mask += [0] * len(env_tokens)
+                episode.messages = [*episode.messages, {"role": "assistant", "content": text},
+                                    {"role": "user", "content": step.prompt}]
+                episode.context_ids = trace.prompt_ids + trace.completion_ids
             still.append(episode)
         active = still
+        turn += 1
     return [e.trace for e in live]

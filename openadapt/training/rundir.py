@@ -16,15 +16,38 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
+from openadapt.errors import UsageError
 from openadapt.runfiles import read_jsonl, write_atomic
 from openadapt.runlock import DirectoryInUse, DirectoryLock
 from openadapt.training.config import TrainConfig
-from openadapt.training.envinfo import TrainingError
+from openadapt.training.errors import TrainingError
 
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+RUNS_ROOT = Path("runs")
+
+
+def default_run_dir(label: str, root: Path = RUNS_ROOT) -> Path:
+    """Where a run goes without `--output`: `runs/LABEL-YYYYmmdd-HHMMSS` (local time), for every command alike."""
+    return root / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def check_run_dir(path: Path, *, resume: bool = False) -> Path:
+    """`path` when it can hold a run; UsageError (one line, nothing written) when it is a file, lies under a
+    file, or (`resume`) holds no run to continue."""
+    path = Path(path)
+    for ancestor in (path, *path.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                what = "is a file" if ancestor == path else f"lies under {ancestor}, which is a file"
+                raise UsageError(f"--output {path} {what}: choose a directory")
+            break
+    if resume and not (path / "config.json").is_file():
+        raise UsageError(f"--resume: {path} holds no run to continue (no config.json)")
+    return path
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -75,6 +98,32 @@ class RunDir:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def in_use(self) -> bool:
+        """Whether a live process (this one included) holds the directory's lock right now."""
+        import fcntl
+
+        lock = self.path / ".lock"
+        if not lock.exists():
+            return False
+        with open(lock) as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+    def status(self) -> str | None:
+        """How the run stands: "running" (a process holds it), "killed" (its summary still says running but no
+        process holds it: it died without finishing; its last checkpoint is `latest_checkpoint()`), else the
+        summary's `stopped` (completed, interrupted, stopped_early); None before any summary."""
+        summary = self.summary()
+        if summary is None:
+            return "running" if self.in_use() else None
+        if summary.get("stopped") == "running":
+            return "running" if self.in_use() else "killed"
+        return summary.get("stopped")
 
     # ---- config -----------------------------------------------------------------------------------------
     def stored_config(self) -> TrainConfig | None:

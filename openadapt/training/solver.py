@@ -45,14 +45,15 @@ from pydantic import BaseModel, Field
 
 from openadapt.envpkg.evaluation import EvalReport
 from openadapt.envpkg.loader import resolve
-from openadapt.training.callbacks import MetricsWriter, SaveOnStop, graceful_interrupt
-from openadapt.training.config import TrainConfig, WandbMode
+from openadapt.training.callbacks import MetricsWriter, SaveOnStop, SummaryOnSave, graceful_interrupt
+from openadapt.training.config import TrainConfig, WandbMode, resumed_config
 from openadapt.training.envinfo import TrainingError
 from openadapt.training.episodes import EpisodeOutcome, FixedTierPlan, TierPlan
 from openadapt.training.grpo import EnvironmentRollout, environment_reward_function
 from openadapt.training.loading import LoadedModel, build_tiny, load_pretrained, load_saved, resolve_model_source
 from openadapt.training.modelpolicy import ModelPolicy, evaluate_model
 from openadapt.training.pool import TextEnvPool
+from openadapt.training.progress import quiet_third_party
 from openadapt.training.rundir import RunDir
 from openadapt.training.warmup import WarmupResult
 
@@ -142,8 +143,10 @@ class Solver:
     def create(cls, config: TrainConfig, *, tier_plan: TierPlan | None = None,
                callbacks: Sequence[Any] = (), on_episode: Callable[[EpisodeOutcome], None] | None = None,
                warmup_progress: Callable[[int, float], None] | None = None) -> Solver:
-        """Lock the run directory, open the environment pool, load the model, build the GRPOTrainer."""
-        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        """Lock the run directory, open the environment pool, load the model, build the GRPOTrainer. A config with
+        `resume` trains with the run's recorded settings (`config.resumed_config`; what it did not take is in
+        `summary.notes`)."""
+        quiet_third_party()
         ref = resolve(config.package)  # a bad package fails before anything is written
         missing = [t for t in config.eci if t not in ref.manifest.openadapt.eci_tiers]
         if missing:
@@ -156,6 +159,7 @@ class Solver:
         run = RunDir(config.output)
         run.lock()
         pool = None
+        notes: list[str] = []
         try:
             stored = run.stored_config()
             existing = run.holds_run()
@@ -165,20 +169,25 @@ class Solver:
                                         "resume it with that package or choose another --output")
                 if stored.model != config.model:
                     raise TrainingError(f"{run.path} holds a run of model {stored.model!r}, not {config.model!r}")
+                if config.resume:
+                    config, notes = resumed_config(stored, config)
             if not existing:
                 run.prepare(config, resume=False)
             pool = TextEnvPool(config.package, config.batch_size, trust=config.trust, sandbox=config.sandbox)
             loaded = cls._load_model(config, run, pool, ref, existing, warmup_progress)
-            notes: list[str] = []
             wandb_mode = _wandb_mode(config, notes)
             rollout = EnvironmentRollout(config, loaded.tokenizer, tier_plan or FixedTierPlan(config.eci),
                                          on_episode)
             system = pool.envs[0].system_prompt()
-            rollout.attach(pool.envs, pool.label, pool.section.eci_tiers, system)
+            rollout.attach(pool.envs, pool.label, pool.section.eci_tiers, system, pool.section.step_budget)
             metrics = MetricsWriter(run, rollout, config.beta)
             stopper = SaveOnStop()
-            trainer = cls._trainer(config, run, loaded, rollout, [metrics, *callbacks, stopper], wandb_mode)
-            return cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
+            progress = SummaryOnSave()
+            trainer = cls._trainer(config, run, loaded, rollout, [metrics, *callbacks, progress, stopper],
+                                   wandb_mode)
+            solver = cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
+            progress.write = solver._write_progress
+            return solver
         except BaseException:
             if pool is not None:
                 pool.close()
@@ -210,6 +219,8 @@ class Solver:
         from transformers import PrinterCallback
         from trl import GRPOConfig, GRPOTrainer
 
+        from openadapt.training.turns import TurnGRPOTrainer
+
         cuda = torch.cuda.is_available()
         args = GRPOConfig(
             output_dir=str(run.checkpoints), run_name=run.path.name, seed=config.seed,
@@ -227,7 +238,8 @@ class Solver:
         # The dataset only paces TRL's sampler: one placeholder row per episode group; the rollout chooses each
         # group's seed and tier.
         dataset = Dataset.from_dict({"prompt": [f"episode group {k}" for k in range(config.prompts_per_step)]})
-        trainer = GRPOTrainer(
+        trainer_class = TurnGRPOTrainer if config.context == "last" else GRPOTrainer
+        trainer = trainer_class(
             model=loaded.model, reward_funcs=[environment_reward_function(config.reward)], args=args,
             train_dataset=dataset, processing_class=loaded.tokenizer, callbacks=callbacks,
             peft_config=loaded.peft_config, rollout_func=rollout,
@@ -251,13 +263,14 @@ class Solver:
         new = TextEnvPool(ref, self.config.batch_size, trust=self.config.trust, sandbox=self.config.sandbox)
         old, self.pool = self.pool, new
         old.close()
-        self.rollout.attach(new.envs, new.label, new.section.eci_tiers, new.envs[0].system_prompt())
+        self.rollout.attach(new.envs, new.label, new.section.eci_tiers, new.envs[0].system_prompt(),
+                            new.section.step_budget)
         self.packages.append(new.label)
 
     def evaluate(self, tiers: list[int], episodes: int) -> EvalReport:
         """Greedy decoding with the current weights on held-out seeds (EVAL_SEED_START up), per tier."""
         policy = ModelPolicy(self.model, self.loaded.tokenizer, system_prompt=bool(self.config.system_prompt),
-                             max_new_tokens=self.config.max_completion_length,
+                             max_new_tokens=self.config.max_completion_length, context=self.config.context,
                              name=f"model:{self.run.path}@step{self.trainer.state.global_step}")
         return evaluate_model(policy, self.pool, tiers, episodes)
 
@@ -286,6 +299,7 @@ class Solver:
             before = self.evaluate(list(config.eci), config.eval_episodes)
         self.stopper.stop_requested = False
         start_step = resumed_from or 0
+        self._segment = (started_at, resumed_from, before, previous if resume else {}, time.perf_counter())
         run.write_summary(self._summary(started_at, start_step, "running", resumed_from, 0.0, before, None,
                                         previous if resume else {}).model_dump(mode="json"))
         clock = time.perf_counter()
@@ -320,6 +334,14 @@ class Solver:
                                 previous if resume else {})
         run.write_summary(summary.model_dump(mode="json"))
         return summary
+
+    def _write_progress(self, step: int) -> None:
+        """summary.json while training: status "running", the step of the checkpoint just written, the timing so
+        far (a killed run's summary says how far it got; `RunDir.status()` tells running from killed)."""
+        started_at, resumed_from, before, previous, clock = self._segment
+        summary = self._summary(started_at, step, "running", resumed_from, time.perf_counter() - clock, before,
+                                None, previous)
+        self.run.write_summary(summary.model_dump(mode="json"))
 
     def _summary(self, started_at: str, step: int, stopped: str, resumed_from: int | None, seconds: float,
                  before: EvalReport | None, after: EvalReport | None, previous: dict[str, Any]) -> TrainSummary:

@@ -38,14 +38,22 @@ class WarmupResult(BaseModel):
 
 
 def warmup_batches(env: TextEnv, tokenizer: Any, schema: dict[str, Any], tiers: list[int], seeds: range,
-                   batch_size: int, system_prompt: str | None, prompt_loss: bool = False) -> Any:
-    """Yields (batch, last seed): (input_ids, labels) pairs of the first prompt of a seed and a random action as
-    the target. `system_prompt` None leaves the system turn out (as the run's conversations do)."""
+                   batch_size: int, system_prompt: str | None, prompt_loss: bool = False,
+                   later_turns: int = 0) -> Any:
+    """Yields (batch, last seed): (input_ids, labels) pairs of a prompt of a seed and a random action as the
+    target. With `later_turns` > 0, seed i's prompt is the observation after `i % (later_turns + 1)` random actions
+    (so the format is also learnt on the observations of later turns, as a `context="last"` run sees them).
+    `system_prompt` None leaves the system turn out (as the run's conversations do)."""
     batch: list[tuple[list[int], list[int]]] = []
     for i, seed in enumerate(seeds):
         eci = tiers[i % len(tiers)]
         step = env.reset(seed=seed, eci=eci)
         agent = SchemaRandomActions(schema, random.Random(f"warmup:{seed}"), omit_defaulted=0.5)
+        for _ in range(i % (later_turns + 1)):
+            after = env.step(agent.completion(step.prompt))
+            if after.done:
+                break
+            step = after
         target = agent.completion(step.prompt)
         messages = first_messages(system_prompt, step.prompt, tokenizer)
         ids = prompt_ids(tokenizer, messages)
@@ -74,7 +82,7 @@ def answer_loss(model: Any, input_ids: Any, mask: Any, labels: Any) -> Any:
 
 def format_warmup(model: Any, tokenizer: Any, env: TextEnv, schema: dict[str, Any], tiers: list[int],
                   seeds: range, steps: int, batch_size: int = 16, lr: float = 3e-3,
-                  system_prompt: str | None = None, prompt_loss: bool = False,
+                  system_prompt: str | None = None, prompt_loss: bool = False, later_turns: int = 0,
                   progress: Callable[[int, float], None] | None = None) -> WarmupResult:
     """Train `model` for `steps` steps of `batch_size` random-action targets. The loss is on the action tokens,
     and with `prompt_loss` also next-token prediction on the prompt's own text (language modelling of what the
@@ -88,7 +96,8 @@ def format_warmup(model: Any, tokenizer: Any, env: TextEnv, schema: dict[str, An
     losses: list[float] = []
     last_seed = seeds.start
     pad = tokenizer.pad_token_id
-    batches = warmup_batches(env, tokenizer, schema, tiers, seeds, batch_size, system_prompt, prompt_loss)
+    batches = warmup_batches(env, tokenizer, schema, tiers, seeds, batch_size, system_prompt, prompt_loss,
+                             later_turns)
     for step, (batch, seed) in enumerate(batches):
         if step >= steps:
             break

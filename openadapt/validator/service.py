@@ -186,6 +186,8 @@ class Validator:
         _sanitize(report, inside)
         if "duration_s" in reply:
             timings["checks_s"] = reply["duration_s"]
+        if reply.get("twin_wait_s"):
+            timings["twin_wait_s"] = reply["twin_wait_s"]
         report.timings = timings
         return report
 
@@ -207,9 +209,8 @@ class Validator:
         interrupted = reply.get("interrupted_stage")
         cause = reply.get("killed_for") or reply.get("child_exit")
         if interrupted or cause:
-            self._account_for_interruption(report, interrupted, cause, done)
+            self._account_for_interruption(report, interrupted, cause, done, reply.get("registry"))
         self._amend_resource_bounds(report, reply, cgroup_hits)
-        report.checks.append(_violations_check(reply))
         report.checks.append(self._output_check(reply))
         _describe_bounds(report.sandbox, reply)
         manifest = next((c for c in report.checks if c.check_id == "static.manifest"), None)
@@ -223,23 +224,26 @@ class Validator:
 
     @staticmethod
     def _account_for_interruption(report: ValidationReport, interrupted: str | None, cause: str | None,
-                                  done: set[str]) -> None:
-        """A child killed mid-check: the running check fails with the cause; the rest are skipped, not failed."""
-        from openadapt.validator.checks import REGISTRY
+                                  done: set[str], registry: list | None = None) -> None:
+        """A child killed mid-check: the running check fails with the cause; the rest are skipped, not failed.
+        `registry` is the worker's list of (id, level, where) (importing the checks here would import OpenEnv)."""
+        if registry is None:
+            from openadapt.validator.checks import REGISTRY
 
-        for chk in REGISTRY:
-            if chk.id in done or chk.where != "candidate":
+            registry = [(c.id, c.level, c.where) for c in REGISTRY]
+        for check_id, level, where in registry:
+            if check_id in done or where != "candidate":
                 continue
-            if chk.id == interrupted or (chk.id == "runtime.resource_bounds" and cause):
+            if check_id == interrupted or (check_id == "runtime.resource_bounds" and cause):
                 report.checks.append(CheckResult(
-                    check_id=chk.id, level=chk.level, status=Status.FAIL,
+                    check_id=check_id, level=level, status=Status.FAIL,
                     evidence=[f"the package's code was stopped during this check: {cause or 'process died'}"],
                     measured={"killed_for": cause},
                     remediation="keep every call bounded: no infinite loops, sleeps, unbounded memory or output",
                 ))
             else:
                 report.checks.append(CheckResult(
-                    check_id=chk.id, level=chk.level, status=Status.SKIP,
+                    check_id=check_id, level=level, status=Status.SKIP,
                     evidence=[f"not run: the validation was stopped during {interrupted or 'start-up'} ({cause})"],
                 ))
         if interrupted is None and cause:
@@ -293,31 +297,6 @@ class Validator:
             result.evidence = [f"the package printed {written} bytes during validation (limit {OUTPUT_LIMIT})"]
             result.remediation = "log sparingly: environments must not flood stdout/stderr"
         return result
-
-
-def _violations_check(reply: dict) -> CheckResult:
-    """runtime.sandbox_violations: what the package attempted that the sandbox refused, with the evidence."""
-    from openadapt.validator.checks import REGISTRY
-
-    spec = next(c for c in REGISTRY if c.id == "runtime.sandbox_violations")
-    records = reply.get("violations") or []
-    mechanisms = ["Python audit hooks in the candidate"]
-    mechanisms.append("seccomp user notification (refused system calls reported to the worker)"
-                      if reply.get("seccomp_listener") else "seccomp refusals are not reported here (no listener)")
-    result = CheckResult(check_id=spec.id, level=spec.level, status=Status.PASS,
-                         measured={"attempts": sum(int(r.get("count", 1)) for r in records), "mechanisms": mechanisms})
-    if records:
-        evidence = []
-        for r in records:
-            times = f" ({r['count']} times)" if int(r.get("count", 1)) > 1 else ""
-            if r.get("source") == "seccomp":
-                evidence.append(f"the kernel refused {r['detail']} (seccomp){times}")
-            else:
-                evidence.append(f"{r['detail']}, at {r['file']} line {r['line']}{times}")
-        result.status = Status.FAIL
-        result.evidence = evidence[:20]
-        result.remediation = spec.remediation
-    return result
 
 
 def _describe_bounds(info: SandboxInfo, reply: dict) -> None:

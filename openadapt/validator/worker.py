@@ -26,6 +26,7 @@ import ctypes
 import gc
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -83,7 +84,17 @@ def _warm_imports(server: bool = True) -> None:
 
     if server:
         import openadapt.envpkg.serving  # noqa: F401
-    _warm_families()
+    import importlib
+
+    import openadapt.kit
+
+    for module in sorted(set(openadapt.kit._EXPORTS.values())):  # the kit every package builds on (lazy names)
+        with contextlib.suppress(Exception):
+            importlib.import_module(f"openadapt.kit.{module}")
+    from openadapt.sandbox.seccomp import _import_pyseccomp
+
+    with contextlib.suppress(Exception):  # loads libseccomp once (its lookup shells out to ldconfig)
+        _import_pyseccomp()
 
     # Move everything imported so far out of the collector's reach: otherwise the first collection in a forked
     # child touches every object's header and copies the whole (shared, copy-on-write) heap.
@@ -91,15 +102,25 @@ def _warm_imports(server: bool = True) -> None:
     gc.freeze()
 
 
-def _warm_families() -> None:
-    """openadapt's own families (trusted code), imported once: a family package's validation then binds its
-    domain without paying its family's import. Best effort: a family that fails to import fails only the
-    packages that use it, in their own check."""
-    from openadapt.families import family_names, get_family
+FAMILY_LINE = re.compile(rb"^\s*family:\s*['\"]?([a-z][a-z0-9_]*)", re.MULTILINE)
 
-    for name in family_names():
-        with contextlib.suppress(Exception):
-            get_family(name)
+
+def _warm_family(package: str) -> None:
+    """Import the openadapt family a package names (trusted code of openadapt's own) in this long-lived process,
+    before forking its candidate: the next validations of that family start warm. The manifest is only searched
+    for the name (no YAML parsing outside the confined child); any failure is left to static.family."""
+    try:
+        with open(Path(package) / "openenv.yaml", "rb") as handle:
+            found = FAMILY_LINE.search(handle.read(256 * 1024))
+        if found:
+            from openadapt.families import family_names, get_family
+
+            name = found.group(1).decode()
+            if name in family_names() and f"openadapt.families.{name}" not in sys.modules:
+                get_family(name)
+                gc.freeze()  # out of the forked children's collector, like the warm imports
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _light_openenv() -> None:
@@ -360,9 +381,10 @@ class Watch:
     """One candidate under watch: its pipes, its exit, its deadlines, its scratch, its escape attempts."""
 
     def __init__(self, request: dict, pid: int, fds: dict[str, int], notify: socket.socket, guard: CallGuard,
-                 reaper: Reaper, twin: Twin | None):
+                 reaper: Reaper, twin: Twin | None, twin_request: dict | None = None):
         self.request, self.pid, self.fds, self.notify, self.guard = request, pid, fds, notify, guard
         self.reaper, self.twin = reaper, twin
+        self.twin_request, self.ticket = twin_request, None
         self.started = time.monotonic()
         self.deadline = self.started + float(request["timeout_s"])
         self.checks: list[dict] = []
@@ -498,6 +520,9 @@ class Watch:
             self._sample_disk(force=True)
         elif kind == "stage":
             self.stage = data
+            if data == HASH_CHECK and self.twin_request is not None and self.twin is not None and self.ticket is None:
+                # The package got this far: the twin plays its episodes now, alongside the remaining checks.
+                self.ticket = self.twin.send(self.twin_request)
         elif kind == "setup":
             self.setup = data
         elif kind == "done":
@@ -679,7 +704,10 @@ def _compare_fingerprints(main: dict, twin_reply: dict | None, twin: Twin | None
     seeds = (f"PYTHONHASHSEED={twin.worker_hash_seed if twin else '?'} (the validator) and "
              f"PYTHONHASHSEED={twin.hash_seed if twin else '?'} (a second interpreter)")
     if twin_reply is None:
-        why = "the second interpreter is not available" if twin is None or not twin.alive else \
+        if twin is not None and not twin.alive:  # alive when it was given the package: something killed it
+            return {"status": "fail", "evidence": ["the second interpreter died while it played the package's "
+                                                   "episodes (under PYTHONHASHSEED=" + twin.hash_seed + ")"]}
+        why = "the second interpreter is not available" if twin is None else \
             "the second interpreter did not finish its episodes in time"
         return {"status": "skip", "evidence": [f"not compared: {why}"]}
     if not twin_reply.get("ok"):
@@ -708,6 +736,30 @@ def _compare_fingerprints(main: dict, twin_reply: dict | None, twin: Twin | None
                                                                                 twin.hash_seed]}}
 
 
+def _violations_check(watch: Watch) -> dict:
+    """runtime.sandbox_violations, decided here (outside the candidate) from what the audit hook and the seccomp
+    listener reported: what the package attempted that the sandbox refused, with the evidence."""
+    from openadapt.validator.checks import REGISTRY
+
+    spec = next(c for c in REGISTRY if c.id == "runtime.sandbox_violations")
+    records = list(watch.violations.values())
+    mechanisms = ["Python audit hooks in the candidate (network, processes, native code, files, tampering)"]
+    mechanisms.append("seccomp user notification (refused system calls reported to the worker)"
+                      if watch.setup.get("seccomp_listener") else "seccomp refusals not reported (no listener here)")
+    result = {"check_id": spec.id, "level": spec.level, "status": "pass", "evidence": [],
+              "measured": {"attempts": sum(int(r.get("count", 1)) for r in records), "mechanisms": mechanisms}}
+    if records:
+        evidence = []
+        for r in records:
+            times = f" ({r['count']} times)" if int(r.get("count", 1)) > 1 else ""
+            if r.get("source") == "seccomp":
+                evidence.append(f"the kernel refused {r['detail']} (seccomp){times}")
+            else:
+                evidence.append(f"{r['detail']}, at {r['file']} line {r['line']}{times}")
+        result.update(status="fail", evidence=evidence[:20], remediation=spec.remediation)
+    return result
+
+
 def _difference(a: str, b: str) -> str:
     start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     lo = max(0, start - 60)
@@ -717,6 +769,7 @@ def _difference(a: str, b: str) -> str:
 # ---- a validation -------------------------------------------------------------------------------------------
 def validate(request: dict, twin: Twin | None = None, reaper: Reaper | None = None) -> dict:
     reaper = reaper or Reaper()
+    _warm_family(request["package"])
     results_r, results_w = os.pipe()
     output_r, output_w = os.pipe()
     audit_r, audit_w = os.pipe()
@@ -731,16 +784,26 @@ def validate(request: dict, twin: Twin | None = None, reaper: Reaper | None = No
     for fd in (results_w, output_w, audit_w):
         os.close(fd)
     notify_child.close()
-    ticket = None
+    twin_request = None
     if twin is not None and twin.alive:
-        ticket = twin.send({"op": "fingerprint", **{k: request[k] for k in ("package", "tiers", "episodes",
-                                                                             "timeout_s", "memory_mb")},
-                            "scratch": request.get("scratch"), "disk_mb_cap": request.get("disk_mb_cap")})
+        # The twin's candidates live in a folder of their own: cleaning up after them must never remove this
+        # candidate's scratch (removing a mount point elsewhere unmounts it here).
+        twin_scratch = os.path.join(request["scratch"], "twin") if request.get("scratch") else "/tmp/twin"
+        twin_request = {"op": "fingerprint", **{k: request[k] for k in ("package", "tiers", "episodes", "timeout_s",
+                                                                          "memory_mb")},
+                        "scratch": twin_scratch, "disk_mb_cap": request.get("disk_mb_cap")}
     watch = Watch(request, pid, {"results": results_r, "output": output_r, "audit": audit_r}, notify_parent, guard,
-                  reaper, twin)
+                  reaper, twin, twin_request)
     watch.run()
+    ticket = watch.ticket
     reply = watch.result()
+    reply["checks"].append(_violations_check(watch))
+    from openadapt.validator.checks import REGISTRY
+
+    reply["registry"] = [(c.id, c.level, c.where) for c in REGISTRY]
+    waited = time.monotonic()
     outcome = reply["hash_seed"] = _hash_seed_outcome(watch, twin, ticket, reaper)
+    reply["twin_wait_s"] = round(time.monotonic() - waited, 4)
     check = next((c for c in reply["checks"] if c.get("check_id") == HASH_CHECK), None)
     if outcome is not None and check is not None and check.get("status") == "pass":
         check["status"] = outcome["status"]
@@ -759,6 +822,8 @@ def _hash_seed_outcome(watch: Watch, twin: Twin | None, ticket: int | None, reap
         if twin is not None and twin.alive:
             _sweep(reaper, {twin.pid}, spare_descendants=False)  # frees the twin from its candidate
         return None
+    if twin is not None and ticket is None:  # the twin was not alive when the check began
+        return _compare_fingerprints(watch.fingerprint, None, None)
     remaining = max(0.0, watch.deadline - time.monotonic())
     answer = twin.reply(ticket, min(TWIN_WAIT_S, remaining + 5.0), reaper) if twin and ticket else None
     if answer is None and twin is not None and twin.alive:
@@ -819,7 +884,7 @@ def serve() -> None:
 
 
 # ---- the twin's side ----------------------------------------------------------------------------------------
-def _fingerprint_child(request: dict, results_fd: int, output_fd: int) -> None:
+def _fingerprint_child(request: dict, results_fd: int, output_fd: int, page) -> None:
     try:
         _confine(request, output_fd, {results_fd}, listener=False)
         from openadapt.envpkg.loader import LoadedPackage, PackageRef
@@ -828,7 +893,8 @@ def _fingerprint_child(request: dict, results_fd: int, output_fd: int) -> None:
         from openadapt.validator.checks.runtime import fingerprint
 
         ctx = Context(Path(request["package"]), list(request["tiers"]), int(request["episodes"]),
-                      timeout_s=float(request["timeout_s"]), memory_mb=int(request["memory_mb"]))
+                      guard=CallGuard(page), timeout_s=float(request["timeout_s"]),
+                      memory_mb=int(request["memory_mb"]))
         ctx.manifest = parse_manifest(ctx.root)
         ctx.pkg = ctx.timed(LoadedPackage, PackageRef(ctx.root, ctx.manifest, seed=False), bucket=ctx.import_seconds,
                             limit_s=ctx.import_limit_s, label="importing the package")
@@ -845,20 +911,24 @@ def _fingerprint_child(request: dict, results_fd: int, output_fd: int) -> None:
 
 
 def _fingerprint(request: dict, reaper: Reaper) -> dict:
+    _warm_family(request["package"])
+    if request.get("scratch"):
+        os.makedirs(request["scratch"], exist_ok=True)
     results_r, results_w = os.pipe()
     output_r, output_w = os.pipe()
+    guard = CallGuard()
     pid = os.fork()
     if pid == 0:
         os.close(results_r)
         os.close(output_r)
-        _fingerprint_child(request, results_w, output_w)
+        _fingerprint_child(request, results_w, output_w, guard.page)
     os.close(results_w)
     os.close(output_w)
     os.set_blocking(output_r, False)
     deadline = time.monotonic() + float(request["timeout_s"])
     data, reply = b"", None
     open_fds = {results_r, output_r}
-    while open_fds and time.monotonic() < deadline:
+    while open_fds and time.monotonic() < deadline and guard.overdue() is None:
         ready, _, _ = select.select(list(open_fds), [], [], POLL_S)
         for fd in ready:
             try:
@@ -884,6 +954,7 @@ def _fingerprint(request: dict, reaper: Reaper) -> dict:
         with contextlib.suppress(OSError):
             os.close(fd)
     _cleanup_scratch(request.get("scratch"))
+    guard.page.close()
     return reply or {"ok": False, "error": "the second interpreter's candidate stopped without an answer"}
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
+    Ref,
     bad_placeholders,
     duplicates,
     identifier_problems,
@@ -30,10 +31,10 @@ class _Item(BaseModel):
 
 class Component(_Item):
     name: str = Field(min_length=2, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$", description=(
-        "Identifier of one component of the system, as it appears in its logs, e.g. 'well-pump-2', "
+        "Identifier of one component of the system, as it appears in its logs, e.g. 'freezer-room-2', "
         "'checkout-service', 'node-7'. Lowercase, digits, '-', '_' or '.'."))
     kind: str = Field(min_length=2, max_length=30, pattern=r"^[a-z][a-z0-9_]*$", description=(
-        "What sort of component this is, one word, e.g. 'pump', 'valve', 'controller', 'app', 'datastore'. "
+        "What sort of component this is, one word, e.g. 'compressor', 'evaporator', 'controller', 'app', 'datastore'. "
         "Faults name the kinds they can strike."))
     depends_on: list[str] = Field(default_factory=list, max_length=8, description=(
         "Names of the components this one needs in order to work (it shows symptoms when one of them fails). "
@@ -54,24 +55,24 @@ class Constraint(_Item):
     note: str = Field(min_length=20, max_length=300, description=(
         "A runbook note on the faulty component that makes the usual fix wrong, and says what to do instead, "
         "naming that fix in parentheses, e.g. 'runbook note: {component} feeds the greenhouse on a timer; do "
-        "not shut it down. Switch to the backup pump instead (switch_to_backup).' May use {component}."))
+        "not shut it down. Move the stock to the backup room instead (move_to_backup_room).' May use {component}."))
     fix: str = Field(min_length=3, max_length=40, description="the fix the note calls for (an identifier)")
 
 
 class Fault(_Item):
     id: str = Field(min_length=3, max_length=40, description=(
-        "Identifier of the fault, specific to this world, e.g. 'clogged_intake_strainer', 'cavitation'."))
+        "Identifier of the fault, specific to this world, e.g. 'frosted_evaporator_coil', 'refrigerant_leak'."))
     fix: str = Field(min_length=3, max_length=40, description=(
-        "Identifier of the usual fix, e.g. 'clean_strainer'. Different faults may share a fix only rarely."))
+        "Identifier of the usual fix, e.g. 'run_defrost_cycle'. Different faults may share a fix only rarely."))
     applies_to: list[str] = Field(default_factory=list, max_length=8, description=(
         "Component kinds this fault can strike (empty: any kind)."))
     evidence: list[str] = Field(min_length=2, max_length=5, description=(
         "Log lines the faulty component prints, specific enough to tell this fault from the others. Each line "
         "starts with a level (ERROR/WARN/INFO) and '{component}', e.g. 'WARN {component} suction pressure "
-        "{n} kPa below NPSH margin'. Placeholders: {component}, {n}, {pct}, {m}, {build}, {date}."))
+        "{n} minutes without reaching setpoint'. Placeholders: {component}, {n}, {pct}, {m}, {build}, {date}."))
     telltales: list[str] = Field(min_length=1, max_length=4, description=(
         "One to three words or short phrases from the evidence lines that a hurried investigator would search "
-        "for (each must occur in an evidence line), e.g. 'NPSH', 'cavitation noise'."))
+        "for (each must occur in an evidence line), e.g. 'setpoint', 'defrost overdue'."))
     metrics: list[Metric] = Field(min_length=2, max_length=4, description=(
         "Readings of the faulty component that move when this fault is present."))
     runbook: str = Field(min_length=20, max_length=300, description=(
@@ -104,24 +105,28 @@ class DependencyStatus(_Item):
 
 
 class DiagnosisDomain(Domain):
+    KEYS = {"components": "name", "faults": "id"}
+    REFERENCES = {"components.depends_on": Ref("components.name", later_only=True),
+                  "faults.applies_to": Ref("components.kind")}
+
     agent_role: str = Field(min_length=3, max_length=80, description=(
-        "Who the agent is, e.g. 'the on-call farm technician', 'the on-call site reliability engineer'."))
+        "Who the agent is, e.g. 'the night-shift refrigeration technician', 'the on-call site reliability engineer'."))
     system_noun: str = Field(min_length=3, max_length=80, description=(
-        "What the whole system is called, e.g. 'farm irrigation network', 'microservice system'."))
+        "What the whole system is called, e.g. 'cold-storage refrigeration plant', 'microservice system'."))
     component_noun: str = Field(default="component", min_length=3, max_length=30, description=(
-        "What one component is called, singular, e.g. 'pump', 'service', 'pod'."))
+        "What one component is called, singular, e.g. 'compressor', 'service', 'pod'."))
     components: list[Component] = Field(min_length=6, max_length=40, description=(
         "The components of the system and who depends on whom. Include dependency chains at least three "
         "deep (A depends on B depends on C) so that a fault can sit two hops below the alerting component."))
     faults: list[Fault] = Field(min_length=5, max_length=20, description=(
         "The faults this world knows, each with its own evidence, readings, runbook advice and constraint."))
     tools: ToolNames = Field(default_factory=ToolNames, description=(
-        "What the five actions are called in this world, e.g. {'logs': 'read_sensor_log', 'metrics': "
-        "'read_gauges', 'dependencies': 'check_supply_line', 'notes': 'read_maintenance_notes', 'diagnose': "
-        "'file_repair_order'}; each keeps its role."))
+        "What the five actions are called in this world, e.g. {'logs': 'read_controller_log', 'metrics': "
+        "'read_gauges', 'dependencies': 'check_refrigerant_loop', 'notes': 'read_service_notes', 'diagnose': "
+        "'file_work_order'}; each keeps its role."))
     alert: str = Field(min_length=10, max_length=200, description=(
         "The page that opens an episode; must contain {component} (the alerting one) and may use {rate} (a "
-        "percentage) and {latency} (a duration in ms), e.g. '[P2] {component}: flow {rate}% below target'."))
+        "percentage) and {latency} (a duration in ms), e.g. '[P2] {component}: temperature {rate}% above setpoint'."))
     symptom_lines: list[str] = Field(min_length=3, max_length=3, description=(
         "Exactly three log lines a component prints when something it depends on fails; each uses "
         "{component} and {dependency}. The first must read like '... {dependency} timed out ...'."))
@@ -132,7 +137,7 @@ class DiagnosisDomain(Domain):
         "retrying call to {dependency} (attempt 1 of 3, succeeded)'. Misleads on adversarial tiers."))
     noise_lines: list[str] = Field(min_length=4, max_length=10, description=(
         "Benign lines that share words with fault evidence (they mislead a keyword matcher on noisy tiers), "
-        "e.g. 'INFO {component} strainer cleaned on schedule'. Use {component}."))
+        "e.g. 'INFO {component} defrost cycle completed on schedule'. Use {component}."))
     victim_metrics: list[Metric] = Field(min_length=2, max_length=2, description=(
         "Two readings that degrade on every component downstream of a fault (e.g. error rate, latency)."))
     dependency_status: DependencyStatus = Field(default_factory=DependencyStatus, description=(

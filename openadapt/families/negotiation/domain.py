@@ -10,9 +10,9 @@ Everything the agent reads (names, units, phrases, replies, tells) comes from th
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from openadapt.families.domain import (
     Domain,
@@ -29,7 +29,8 @@ MIN_GRID_POINTS = 20  # an issue needs at least this many grid steps between low
 MAX_GRID_POINTS = 5000
 ZOPA_MARGIN = 0.10  # the counterpart's utility of the agent's strictest limits must exceed its reservation by this
 _IDENT = r"^[a-z][a-z0-9_]*$"
-_Line = Field(min_length=5, max_length=300)
+Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]  # one sentence or two
+Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
 
 
 class _Item(BaseModel):
@@ -71,7 +72,7 @@ class Issue(_Item):
         "The range from which the agent's walk-away limit on this term is drawn per episode, e.g. [13.20, 14.00] "
         "for a price the buyer may pay at most. Strictly inside (low, high): the counterpart's list terms must "
         "lie beyond it."))
-    priority_tells: list[str] = Field(min_length=1, max_length=4, description=(
+    priority_tells: list[Line] = Field(min_length=1, max_length=4, description=(
         "One to four things a counterpart says unprompted when this term matters most to it, without numbers, "
         "e.g. 'Margins on this part are razor thin for us.' On adversarial tiers a counterpart says them about "
         "a term it does not care about (a red herring). May use {counterpart}."))
@@ -87,7 +88,7 @@ class Persona(_Item):
     description: str = Field(min_length=10, max_length=200, description=(
         "Who this counterpart is and how it bargains (for the docs; never shown to the agent), e.g. 'a sales "
         "manager judged on margin: concedes slowly, cares about price above all'."))
-    weights: dict[str, float] = Field(min_length=2, max_length=8, description=(
+    weights: dict[Key, float] = Field(min_length=2, max_length=8, description=(
         "How much this counterpart cares about each term: one positive number per issue id (any scale; varied "
         "per episode), e.g. {unit_price: 6, delivery_days: 1, payment_days: 3, warranty_months: 1}. Hidden."))
     reservation: tuple[float, float] = Field(description=(
@@ -102,7 +103,7 @@ class Persona(_Item):
     insult_margin: float = Field(ge=0.1, le=0.4, description=(
         "How far (in utility, 0.1..0.4) below its reservation an offer may fall before it takes offence and "
         "loses patience, e.g. 0.15."))
-    style_tells: list[str] = Field(min_length=1, max_length=4, description=(
+    style_tells: list[Line] = Field(min_length=1, max_length=4, description=(
         "Things this counterpart lets slip about how it bargains, without numbers, e.g. 'We don't really do "
         "discounts on list prices.' May use {counterpart}."))
 
@@ -112,35 +113,35 @@ class Messages(_Item):
     issues' phrases: 'a unit price of 12.40 EUR, delivery within 21 days and payment 60 days net'), {subject}
     (what is being negotiated), and the ones each field names."""
 
-    opening: list[str] = Field(min_length=2, max_length=6, description=(
+    opening: list[Line] = Field(min_length=2, max_length=6, description=(
         "Its first message, with its list terms; must contain {offer}; may use {subject}, e.g. 'Thank you for "
         "your enquiry about {subject}. We can offer {offer}.'"))
-    counter: list[str] = Field(min_length=2, max_length=8, description=(
+    counter: list[Line] = Field(min_length=2, max_length=8, description=(
         "A counter-offer; must contain {offer}, e.g. 'We cannot quite meet that. What we can do is {offer}.'"))
-    final: list[str] = Field(min_length=2, max_length=6, description=(
+    final: list[Line] = Field(min_length=2, max_length=6, description=(
         "A counter-offer it calls its last; must contain {offer}, e.g. 'This is as far as I can go: {offer}.' "
         "On adversarial tiers it says these before it really is at its limit (a bluff)."))
-    accept: list[str] = Field(min_length=1, max_length=4, description=(
+    accept: list[Line] = Field(min_length=1, max_length=4, description=(
         "It accepts the agent's offer; must contain {offer}, e.g. 'Agreed: {offer}. I will send the order "
         "confirmation today.'"))
-    confirm: list[str] = Field(min_length=1, max_length=4, description=(
+    confirm: list[Line] = Field(min_length=1, max_length=4, description=(
         "It confirms when the agent accepts its offer; may use {offer}, e.g. 'Great, then we have a deal.'"))
-    insulted: list[str] = Field(min_length=1, max_length=4, description=(
+    insulted: list[Line] = Field(min_length=1, max_length=4, description=(
         "Its reply to an offer far below anything it could accept, e.g. 'With respect, that is nowhere near "
         "our costs.'"))
-    walk_away: list[str] = Field(min_length=1, max_length=4, description=(
+    walk_away: list[Line] = Field(min_length=1, max_length=4, description=(
         "It ends the negotiation (out of patience), e.g. 'I don't think we will get there this time.'"))
-    anchors: list[str] = Field(min_length=2, max_length=6, description=(
+    anchors: list[Line] = Field(min_length=2, max_length=6, description=(
         "A claim meant to anchor the agent on one term, with {issue} (its label) and {value} (a figure that "
         "favours the counterpart, with its unit phrase), e.g. 'Other customers of ours accept {value} without "
         "discussion.' Used on adversarial tiers."))
-    priorities: list[str] = Field(min_length=1, max_length=4, description=(
+    priorities: list[Line] = Field(min_length=1, max_length=4, description=(
         "Its honest answer when asked what matters most to it, with {top} and {least} (term labels), e.g. "
         "'Honestly, {top} is what keeps me up at night; {least} matters far less to us.'"))
-    no_constraints: list[str] = Field(min_length=1, max_length=4, description=(
+    no_constraints: list[Line] = Field(min_length=1, max_length=4, description=(
         "Its answer when asked whether anything is fixed on its side and nothing is, e.g. 'Nothing is set in "
         "stone: it is a question of the overall package.'"))
-    timeline: list[str] = Field(min_length=1, max_length=4, description=(
+    timeline: list[Line] = Field(min_length=1, max_length=4, description=(
         "Its answer when asked how much time it has; must contain {rounds} (messages left before it walks "
         "away), e.g. 'I need to close this within the next {rounds} emails.'"))
 
@@ -180,16 +181,19 @@ class NegotiationDomain(Domain):
         "manager'."))
     medium: str = Field(default="email", min_length=3, max_length=30, description=(
         "How the two sides talk, e.g. 'email', 'phone', 'the carrier's booking chat'."))
-    counterparts: list[str] = Field(min_length=2, max_length=12, description=(
+    counterparts: list[Line] = Field(min_length=2, max_length=12, description=(
         "Names of the people the agent may face, with their organisation, e.g. 'Jonas Weber (Hartmann "
-        "Elektronik)'. At least two, for variety."))
-    subjects: list[str] = Field(min_length=2, max_length=12, description=(
+        "Elektronik)'. At least two, so that the seed varies who writes."))
+    subjects: list[Line] = Field(min_length=2, max_length=12, description=(
         "What one episode negotiates, specific to this world, e.g. 'an order of 5,000 DC-DC converter modules "
-        "(part VX-240) for the Q3 inverter build'. At least two."))
+        "(part VX-240) for the Q3 inverter build'. At least two, so that the seed varies the deal."))
     issues: list[Issue] = Field(min_length=3, max_length=6, description=(
-        "The terms under negotiation (three to six): the value is in trading terms the sides weigh differently."))
+        "The terms under negotiation, three to six: the value of a negotiation is in trading terms the two sides "
+        "weigh differently, and on adversarial tiers one term becomes a red herring, which must leave at least "
+        "two real terms to trade."))
     personas: list[Persona] = Field(min_length=3, max_length=10, description=(
-        "The kinds of counterpart (three or more, with different priorities and styles): the seed draws one."))
+        "The kinds of counterpart, three or more, with different priorities (at least two different top terms) "
+        "and styles: the seed draws one, so that the agent cannot learn one counterpart by heart."))
     messages: Messages
     moves: MoveNames = Field(default_factory=MoveNames)
     questions: Questions = Field(default_factory=Questions)
@@ -259,6 +263,10 @@ class NegotiationDomain(Domain):
                 p.append(DomainProblem(path=f"{at}.constraint.reveal", message="must contain {value} (the bound)"))
             p += bad_placeholders(reveal, ("value", "counterpart"), f"{at}.constraint.reveal")
             p += bad_placeholders(issue.constraint.hint, ("counterpart",), f"{at}.constraint.hint")
+            if any(ch.isdigit() for ch in issue.constraint.hint):
+                p.append(DomainProblem(path=f"{at}.constraint.hint", message=(
+                    "must not contain a number: the hint says which term is blocked, never where the limit is "
+                    "(the agent learns the bound only by asking)")))
         return p
 
     def _persona_problems(self, i: int, persona: Persona, ids: list[str]) -> list[DomainProblem]:

@@ -52,7 +52,8 @@ FAMILY = register_family(Family(
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "every duration and working hours confirmed; one unavailable resource marked as such",
-        2: "+ three durations or hours listed as estimates or not at all: a booking needs them confirmed",
+        2: "+ three durations or working hours listed as estimates (booked as listed, checked against the truth "
+           "on submission) or not at all (must be confirmed before booking)",
         3: "+ two requests that must not be booked (their notes say why); a site or staff member that looks "
            "available but is not (only the bulletin says so)",
         4: "+ a hidden rule (equipment, certificate, hours) that cuts into the optimum, revealed by a rejected "

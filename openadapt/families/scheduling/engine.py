@@ -44,12 +44,13 @@ SOLVED_GAP = 0.03  # solved within 3% of the optimum
 OBJECTIVE_POWER = 4  # objective credit = (score / optimum) ** 4: a clearly worse plan earns clearly less
 
 MIN_REQUESTS, MAX_REQUESTS = 3, 6
+DUTY = (3, 4, 4, 5)  # staff on duty in a day
 STEP_SLACK = 3  # steps the honest path leaves spare in the budget
 DRAW_ATTEMPTS = 24
 EMERGENCY_AT_START = 0.35
 LATE_START, EARLY_FINISH = 0.15, 0.15
 WISH_STAFF, WISH_EARLY = 0.3, 0.25
-RULE_TRIES = 6
+TARGET_TRIES = 2  # targets tried per rule when one makes the day unsolvable
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,7 @@ class Day:
     min_steps: int
     notices: list[str]
     visible: list[str] = field(default_factory=list)  # listed task ids
+    clean_best: int = 0  # the optimum before hidden rules and disruptions (what they cost)
 
 
 @dataclass
@@ -199,7 +201,8 @@ class SchedulingEnvironment(ShapedEnvironment):
         self._verdict: Verdict | None = None
         v = lambda name: (lambda action, outcome: getattr(self._judge(), name))  # noqa: E731
         return RewardComponents(
-            RewardComponent("coverage", 0.0, 0.30, v("coverage"), "share of the optimum's tasks booked"),
+            RewardComponent("coverage", 0.0, 0.30, v("coverage"),
+                            "tasks the plan keeps, less missing mandatory ones, over the optimum's count"),
             RewardComponent("objective", 0.0, 0.50, v("objective"), "(plan score / optimum) ** 4"),
             RewardComponent("efficiency", 0.0, 0.20, v("efficiency"),
                             "submitted plan, steps beyond the shortest honest path (scaled by objective)"),
@@ -234,13 +237,15 @@ class SchedulingEnvironment(ShapedEnvironment):
             if day is not None:
                 break
         else:  # pragma: no cover - a valid domain draws a day within a few attempts
-            raise RuntimeError("could not draw a solvable day from this domain")
+            raise RuntimeError(f"could not draw a solvable day from this domain in {DRAW_ATTEMPTS} attempts (ECI "
+                               f"{tier.eci}): make mandatory task kinds shorter or rarer, or add sites and staff")
         self._day = day
         self._bookings: dict[str, Booking] = {}
         self._notes: list[str] = []
         self._inspected: set[str] = set()
         self._submitted = False
         self._verdict = None
+        self._broken: dict[str, str] = {}
 
     def _draw(self, rng: random.Random, tier: TierProfile) -> Day | None:
         d = self.domain
@@ -250,7 +255,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         draw = _Draw(ids, clients)
 
         open_sites = rng.sample(d.sites, min(rng.choice((2, 2, 3)), len(d.sites) - 1))
-        duty = rng.sample(d.staff, min(rng.choice((4, 5)), len(d.staff) - 2))
+        duty = rng.sample(d.staff, min(rng.choice(DUTY), len(d.staff) - 2))
         caps = {c for s in open_sites for c in s.capabilities}
         skills = {k for s in duty for k in s.skills}
         eligible = [t for t in d.task_types if t.needs in caps and t.skill in skills]
@@ -283,7 +288,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         rules: list[Rule] = []
         if tier.hidden_constraints:
             rules, current = self._rules(rng, max(1, tier.depth), jobs, people, rooms, current)
-            if not rules:
+            if len(rules) < max(1, tier.depth):
                 return None
 
         disruption, final = None, current
@@ -296,8 +301,8 @@ class SchedulingEnvironment(ShapedEnvironment):
         if tier.distractors:
             reasons = rng.sample(d.invalid_requests, min((tier.distractors + 1) // 2, len(d.invalid_requests)))
             for reason in reasons:
-                fake = self._request(rng.choice(eligible), rng, draw, people)
-                fake.fake, fake.mandatory = True, False
+                fake = self._request(rng.choice(eligible), rng, draw, people)  # listed like a real one of its kind
+                fake.fake = True
                 fake.notes[0] = fill(reason, client=fake.client)
                 fakes.append(fake)
 
@@ -309,9 +314,12 @@ class SchedulingEnvironment(ShapedEnvironment):
         all_jobs = {j.id: j for j in listed}
         if disruption is not None and disruption.job is not None:
             all_jobs[disruption.job.id] = disruption.job
+        order = {spec.id: i for i, spec in enumerate([*d.sites, *d.staff])}  # listed in the domain's order
+        rooms = dict(sorted(rooms.items(), key=lambda kv: order[kv[0]]))
+        people = dict(sorted(people.items(), key=lambda kv: order[kv[0]]))
         day = Day(jobs=all_jobs, rooms=rooms, people=people, open_sites=[s.id for s in open_sites], rules=rules,
                   disruption=disruption, optimum=self._bookings_of(final), best=final.score, inspections=[],
-                  min_steps=0, notices=notices, visible=[j.id for j in listed])
+                  min_steps=0, notices=notices, visible=[j.id for j in listed], clean_best=clean.score)
         if not self._plan_path(day, tier):
             return None
         return day
@@ -406,7 +414,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         count = round(5 * spread)
         if count <= 0:
             return
-        candidates: list[Job | Person] = [*listed, *(p for p in people.values() if p.on_duty)]
+        candidates: list[Job | Person] = [*listed, *people.values()]
         for item in rng.sample(candidates, min(count, len(candidates))):
             missing = self.perturb.chance(tier.drop / spread)
             item.confirmed = False
@@ -418,22 +426,46 @@ class SchedulingEnvironment(ShapedEnvironment):
     # ---- hidden rules and disruptions -----------------------------------------------------------------
     def _rules(self, rng: random.Random, count: int, jobs: list[Job], people: dict[str, Person],
                rooms: dict[str, Room], current: solver.Solution) -> tuple[list[Rule], solver.Solution]:
-        """Rules that cut into the optimum (binding ones preferred), each with the booking that reveals it."""
+        """Rules that cut into the optimum, each with the booking that reveals it; rules that change nothing
+        are kept as a fallback, used only when too few binding ones exist."""
         rules: list[Rule] = []
-        specs = rng.sample(self.domain.hidden_rules, len(self.domain.hidden_rules))
-        for tries, spec in enumerate(specs[:RULE_TRIES]):
+        spare: list[Rule] = []
+        for spec in rng.sample(self.domain.hidden_rules, len(self.domain.hidden_rules)):
             if len(rules) >= count:
                 break
-            rule = self._target(spec, rng, self._bookings_of(current), jobs, rules)
-            if rule is None:
+            for _ in range(TARGET_TRIES):
+                rule = self._target(spec, rng, self._bookings_of(current), jobs, rules)
+                if rule is None:
+                    break
+                trial = self._solve(jobs, people, rooms, [*rules, rule], ceiling=current.score)
+                if trial is None or not trial.feasible or trial.score <= 0:
+                    continue  # another target of the same rule may leave the day solvable
+                if trial.score < current.score:
+                    rules.append(rule)
+                    current = trial
+                else:
+                    spare.append(rule)
+                break
+        for rule in spare:
+            if len(rules) >= count:
+                break
+            if not self._compatible(rule, rules, jobs):
                 continue
-            trial = self._solve(jobs, people, rooms, [*rules, rule])
-            if trial is None or not trial.feasible or trial.score <= 0:
-                continue
-            if trial.score < current.score or tries >= RULE_TRIES // 2:
+            trial = self._solve(jobs, people, rooms, [*rules, rule], ceiling=current.score)
+            if trial is not None and trial.feasible and trial.score > 0:
                 rules.append(rule)
                 current = trial
         return rules, current
+
+    @staticmethod
+    def _compatible(rule: Rule, rules: list[Rule], jobs: list[Job]) -> bool:
+        """No rule rejects another's probe (each probe must reveal its own rule)."""
+        kind = {j.id: j.kind.id for j in jobs}
+        for a, b in ((rule, r) for r in rules):
+            for x, y in ((a, b), (b, a)):
+                if x.probe is not None and y.forbids(kind[x.probe.task], x.probe.site, x.probe.staff, x.probe.end):
+                    return False
+        return True
 
     def _target(self, spec: HiddenRule, rng: random.Random, plan: list[Booking], jobs: list[Job],
                 rules: list[Rule]) -> Rule | None:
@@ -470,9 +502,7 @@ class SchedulingEnvironment(ShapedEnvironment):
             rule.until = max(2, probe.end - rng.randint(1, max(1, min(3, probe.end - probe.start))))
             values["time"] = self.clock(rule.until)
         rule.text = fill(spec.text, **values)
-        if any(r.forbids(job.kind.id, probe.site, probe.staff, probe.end) for r in rules):
-            return None  # its probe would be rejected by an earlier rule
-        return rule
+        return rule if self._compatible(rule, rules, jobs) else None
 
     def _disruption(self, rng: random.Random, eligible: list[TaskType], draw: _Draw, jobs: list[Job],
                     people: dict[str, Person], rooms: dict[str, Room], rules: list[Rule],
@@ -496,7 +526,7 @@ class SchedulingEnvironment(ShapedEnvironment):
                     continue
                 staff = rng.choice(used)
                 others = {k: p for k, p in people.items() if k != staff}
-                final = self._solve(jobs, others, rooms, rules)
+                final = self._solve(jobs, others, rooms, rules, ceiling=current.score)
                 if final is not None and final.feasible and final.score > 0:
                     text = fill(rng.choice(d.staff_absent), staff=staff)
                     return Disruption(kind, text, at_step, staff=staff), final
@@ -506,10 +536,12 @@ class SchedulingEnvironment(ShapedEnvironment):
         """The shortest honest path (probes, inspections, bookings, submit), trimmed to fit the budget."""
         budget = self.section.step_budget[tier.eci]
         while True:
-            needed = [b.task for b in day.optimum if not day.jobs[b.task].confirmed]
-            needed += [s for s in dict.fromkeys(b.staff for b in day.optimum) if not day.people[s].confirmed]
-            probes = sum(1 for r in day.rules if r.probe is not None or r.reveal_by not in needed)
-            steps = probes + len(needed) + len(day.optimum) + 1
+            probes = [r.probe for r in day.rules if r.probe is not None and r.spec.kind.endswith("ends_by")]
+            needed = [t for t in dict.fromkeys(b.task for b in [*day.optimum, *probes]) if not day.jobs[t].confirmed]
+            needed += [s for s in dict.fromkeys(b.staff for b in [*day.optimum, *probes])
+                       if not day.people[s].confirmed]
+            reveals = sum(1 for r in day.rules if r.probe is not None or r.reveal_by not in needed)
+            steps = reveals + len(needed) + len(day.optimum) + 1
             if steps <= budget - STEP_SLACK or not needed:
                 break
             item = needed[-1]  # too long a path for this tier's budget: list one fewer field as uncertain
@@ -529,7 +561,8 @@ class SchedulingEnvironment(ShapedEnvironment):
 
     # ---- the exact optimum ----------------------------------------------------------------------------
     def _solve(self, jobs: list[Job], people: dict[str, Person], rooms: dict[str, Room],
-               rules: list[Rule]) -> solver.Solution | None:
+               rules: list[Rule], ceiling: int | None = None) -> solver.Solution | None:
+        """The optimum of a day; `ceiling`: the optimum of a less constrained version of it, if known."""
         d = self.domain
         sites = [s for s, room in rooms.items() if room.blocked is None]
         staff = [p for p, person in people.items() if person.absent is None]
@@ -564,7 +597,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         hours = {staff_ix[p]: solver.interval(0, people[p].start) | (~0 << people[p].end) for p in staff}
         return solver.solve(items, base + len(shared), pools=(tuple(range(len(sites))), tuple(staff_ix.values())),
                             blocked={r: bits & solver.interval(0, d.day_slots + self._turn + 1)
-                                     for r, bits in hours.items()})
+                                     for r, bits in hours.items()}, ceiling=ceiling)
 
     @staticmethod
     def _bookings_of(solution: solver.Solution) -> list[Booking]:
@@ -572,10 +605,11 @@ class SchedulingEnvironment(ShapedEnvironment):
 
     # ---- the true constraints -------------------------------------------------------------------------
     def check(self, job: Job, site: str, staff: str, start: int) -> Rejection | None:
-        """Why this booking cannot be made now (None when it can): the engine's one source of feasibility."""
+        """Why this booking cannot be made now (None when it can). It is judged on what the listing says: an
+        estimated duration or estimated hours are taken at their word (the plan is checked against the truth
+        when it is submitted); a duration or hours not listed at all must be confirmed first."""
         day, d = self._day, self.domain
         room, person = day.rooms[site], day.people[staff]
-        end = start + job.slots
         if room.blocked is not None:
             return Rejection("site_unavailable", f"{site} cannot be used today: {room.blocked}")
         if person.absent is not None:
@@ -587,14 +621,31 @@ class SchedulingEnvironment(ShapedEnvironment):
             return Rejection("skill_mismatch", f"{job.id} ({job.kind.label}) needs {job.kind.skill}; {staff} "
                              f"holds {', '.join(person.spec.skills)}.")
         for rule in day.rules:
-            if rule.forbids(job.kind.id, site, staff, end):
+            if rule.spec.kind.endswith("excludes_type") and rule.forbids(job.kind.id, site, staff, 0):
                 return Rejection("rule_violation", f"Rejected: {rule.text}", rule)
-        if not job.confirmed:
-            return Rejection("duration_unconfirmed", f"{job.id} has no confirmed duration yet: "
+        length = self.listed_slots(job)
+        if length is None:
+            return Rejection("duration_unconfirmed", f"{job.id} has no duration listed yet: "
                              f"{d.tools.inspect} it first.")
-        if not person.confirmed:
-            return Rejection("availability_unconfirmed", f"{staff}'s hours are not confirmed yet: "
+        window = self.listed_hours(person)
+        if window is None:
+            return Rejection("availability_unconfirmed", f"{staff}'s hours are not listed yet: "
                              f"{d.tools.inspect} them first.")
+        others = {t: (b.site, b.staff, b.start, b.end) for t, b in self._bookings.items() if t != job.id}
+        return self._conflict(job, site, staff, start, start + length, window, others)
+
+    def listed_slots(self, job: Job) -> int | None:
+        return job.slots if job.confirmed else job.shown
+
+    def listed_hours(self, person: Person) -> tuple[int, int] | None:
+        if person.confirmed:
+            return person.start, person.end
+        return person.usual if person.estimate else None
+
+    def _conflict(self, job: Job, site: str, staff: str, start: int, end: int, window: tuple[int, int],
+                  others: dict[str, tuple[str, str, int, int]]) -> Rejection | None:
+        """The time constraints of one booking against the others (task -> site, staff, start, end)."""
+        day, d = self._day, self.domain
         if end > d.day_slots:
             return Rejection("outside_hours", f"{job.id} would end at {self.clock(end)}, after the day ends at "
                              f"{d.clock.overtime_end}.")
@@ -602,29 +653,46 @@ class SchedulingEnvironment(ShapedEnvironment):
             return Rejection("before_ready", f"{job.id} is not ready before {self.clock(job.release)}.")
         if job.start_by is not None and start > job.start_by:
             return Rejection("too_late", f"{job.id} must start by {self.clock(job.start_by)}.")
-        if start < person.start or end > person.end:
-            return Rejection("outside_availability", f"{staff} works {self.clock(person.start)}-"
-                             f"{self.clock(person.end)} today.")
-        for other in self._bookings.values():
-            if other.task == job.id:
-                continue
-            if other.site == site and _overlap(start, end + self._turn, other.start, other.end + self._turn):
-                code = "site_busy" if _overlap(start, end, other.start, other.end) else "turnaround_conflict"
-                return Rejection(code, f"{site} holds {other.task} {self.clock(other.start)}-"
-                                 f"{self.clock(other.end)}; {d.turnaround_label} takes {d.turnaround_minutes} min "
-                                 "between tasks.")
-            if other.staff == staff and _overlap(start, end, other.start, other.end):
-                return Rejection("staff_busy", f"{staff} is booked for {other.task} {self.clock(other.start)}-"
-                                 f"{self.clock(other.end)}.")
+        if start < window[0] or end > window[1]:
+            return Rejection("outside_availability", f"{staff} works {self.clock(window[0])}-"
+                             f"{self.clock(window[1])} today.")
+        for rule in day.rules:
+            if rule.spec.kind.endswith("ends_by") and rule.forbids(job.kind.id, site, staff, end):
+                return Rejection("rule_violation", f"Rejected: {rule.text}", rule)
+        for task, (o_site, o_staff, o_start, o_end) in others.items():
+            if o_site == site and _overlap(start, end + self._turn, o_start, o_end + self._turn):
+                code = "site_busy" if _overlap(start, end, o_start, o_end) else "turnaround_conflict"
+                return Rejection(code, f"{site} holds {task} {self.clock(o_start)}-{self.clock(o_end)}; "
+                                 f"{d.turnaround_label} takes {d.turnaround_minutes} min between tasks.")
+            if o_staff == staff and _overlap(start, end, o_start, o_end):
+                return Rejection("staff_busy", f"{staff} is booked for {task} {self.clock(o_start)}-"
+                                 f"{self.clock(o_end)}.")
         for rule in day.rules:
             if not rule.shared or job.kind.id not in rule.types:
                 continue
-            for other in self._bookings.values():
-                if other.task != job.id and day.jobs[other.task].kind.id in rule.types and \
-                        _overlap(start, end, other.start, other.end):
-                    return Rejection("rule_violation", f"Rejected: {rule.text} ({other.task} runs "
-                                     f"{self.clock(other.start)}-{self.clock(other.end)}.)", rule)
+            for task, (_, _, o_start, o_end) in others.items():
+                if day.jobs[task].kind.id in rule.types and _overlap(start, end, o_start, o_end):
+                    return Rejection("rule_violation", f"Rejected: {rule.text} ({task} runs "
+                                     f"{self.clock(o_start)}-{self.clock(o_end)}.)", rule)
         return None
+
+    def broken(self) -> dict[str, str]:
+        """Bookings the submitted plan cannot keep on the day, checked in order of start against the true
+        durations and hours (a task that overruns into the next one cancels the next one): task -> why."""
+        day = self._day
+        kept: dict[str, tuple[str, str, int, int]] = {}
+        broken: dict[str, str] = {}
+        for b in sorted(self._bookings.values(), key=lambda b: (b.start, b.task)):
+            job, person = day.jobs[b.task], day.people[b.staff]
+            end = b.start + job.slots
+            problem = self._conflict(job, b.site, b.staff, b.start, end, (person.start, person.end), kept)
+            if problem is None and any(r.forbids(job.kind.id, b.site, b.staff, end) for r in day.rules):
+                problem = Rejection("rule_violation", "breaks a rule")
+            if problem is None:
+                kept[b.task] = (b.site, b.staff, b.start, end)
+            else:
+                broken[b.task] = problem.message
+        return broken
 
     # ---- stepping -------------------------------------------------------------------------------------
     def apply(self, action: Any) -> Outcome:
@@ -670,6 +738,10 @@ class SchedulingEnvironment(ShapedEnvironment):
                 return job
             lines = [f"{job.id}: {job.kind.label} for {job.client}, "
                      f"{duration_text(job.slots * self._slot)} (confirmed)."]
+            booked = self._bookings.get(job.id)
+            if booked is not None and booked.end - booked.start != job.slots:
+                lines.append(f"It is booked for {duration_text((booked.end - booked.start) * self._slot)}: "
+                             f"{self.domain.tools.assign} it again to fix the booking.")
             job.confirmed, job.shown = True, job.slots
             rules = [r for r in day.rules if r.shared and job.kind.id in r.types]
         elif what == "site":
@@ -726,7 +798,7 @@ class SchedulingEnvironment(ShapedEnvironment):
                 self._reveal(rule)
                 self.price_rejection(0.0, "rule_discovered")  # a rule nobody told you about: learning it is free
             return Outcome(rejection.message, error=rejection.code)
-        booking = Booking(job.id, action.site, action.staff, start, start + job.slots)
+        booking = Booking(job.id, action.site, action.staff, start, start + self.listed_slots(job))
         self._bookings[job.id] = booking
         moved = " (moved)" if current is not None else ""
         return Outcome(f"Booked {job.id} in {booking.site} with {booking.staff}, {self.clock(booking.start)}-"
@@ -767,22 +839,26 @@ class SchedulingEnvironment(ShapedEnvironment):
             late = " Before the plan went out: " + self._fire(event)
         self._submitted = True
         verdict = self._judge()
+        broken = "".join(f" On the day {task} cannot be kept: {why}" for task, why in sorted(self._broken.items()))
         return Outcome(f"Plan submitted: score {verdict.score} against the best possible {self._day.best}."
-                       + (" Solved." if verdict.solved else " Not solved.") + late,
+                       + (" Solved." if verdict.solved else " Not solved.") + broken + late,
                        terminal=True, solved=verdict.solved)
 
     def _judge(self) -> Verdict:
         if self._verdict is not None:
             return self._verdict
         day, v = self._day, Verdict()
-        booked = {t: b for t, b in self._bookings.items() if not day.jobs[t].fake}
-        fakes = len(self._bookings) - len(booked)
-        v.score = sum(self.score_of(day.jobs[t], b.staff, b.start, b.end) for t, b in booked.items())
-        wanted = {b.task for b in day.optimum}
-        v.coverage = 0.30 * len(wanted & set(booked)) / len(wanted)
+        self._broken = self.broken()
+        booked = {t: b for t, b in self._bookings.items() if not day.jobs[t].fake and t not in self._broken}
+        fakes = sum(day.jobs[t].fake for t in self._bookings)
+        v.score = sum(self.score_of(day.jobs[t], b.staff, b.start, b.start + day.jobs[t].slots)
+                      for t, b in booked.items())
+        missing = sum(1 for t in day.visible if day.jobs[t].mandatory and not day.jobs[t].fake and t not in booked)
+        v.coverage = 0.30 * min(1.0, max(0, len(booked) - missing) / len(day.optimum))
         v.objective = 0.50 * min(1.0, max(0, v.score) / day.best) ** OBJECTIVE_POWER
-        mandatory = all(t in booked for t in day.visible if day.jobs[t].mandatory and not day.jobs[t].fake)
-        v.solved = (self._submitted and mandatory and not fakes and v.score >= (1 - SOLVED_GAP) * day.best)
+        mandatory = missing == 0
+        v.solved = (self._submitted and mandatory and not fakes and not self._broken
+                    and v.score >= (1 - SOLVED_GAP) * day.best)
         if self._submitted:
             steps, budget = self._state.step_count, self._state.step_budget
             slack = budget - day.min_steps

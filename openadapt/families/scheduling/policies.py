@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openadapt.families.scheduling.engine import OVERTIME_COST, PREFERENCE_BONUS
 from openadapt.kit import Policy
 
 UNCONFIRMED = {"duration_unconfirmed": "task", "availability_unconfirmed": "staff"}
@@ -13,8 +14,8 @@ MAX_TRIES = 3  # the heuristic gives a task up after this many rejected bookings
 
 class SchedulingOracle(Policy):
     """Knows the day's optimum (computed by the engine's exact search) and walks the shortest honest path:
-    try the booking of the clean plan that each hidden rule forbids (its rejection reveals the rule; an
-    equipment rule is read off a task instead), confirm every estimate its plan relies on, book the optimum
+    confirm every estimate its bookings rely on, try the booking of the clean plan that each hidden rule
+    forbids (its rejection reveals the rule; an equipment rule is read off a task instead), book the optimum
     (an emergency once it has been announced), submit."""
 
     name = "oracle"
@@ -23,13 +24,13 @@ class SchedulingOracle(Policy):
     def act(self, observation: Any) -> Any:
         env = self.env
         day, tools, make = env.oracle_view(), env.domain.tools, env.action_type
+        for item in day.inspections:
+            if not self._confirmed(day, item):
+                return self._inspect(item)
         for rule in day.rules:
             if not rule.revealed and rule.probe is not None:
                 b = rule.probe
                 return make(tool=tools.assign, task=b.task, site=b.site, staff=b.staff, start=env.clock(b.start))
-        for item in day.inspections:
-            if not self._confirmed(day, item):
-                return self._inspect(item)
         for rule in day.rules:
             if not rule.revealed:
                 return self._inspect(rule.reveal_by)
@@ -49,11 +50,12 @@ class SchedulingOracle(Policy):
 
 
 class GreedyHeuristic(Policy):
-    """What a shallow scheduler does: take the listing at face value (estimates as true, a missing duration as
-    the kind's typical one, every resource marked open or on duty as usable, every request as wanted), book
-    mandatory tasks first and then by priority, each at the earliest slot that fits what it has booked
-    (preferred staff member first), confirm a record only when a booking is refused for want of it, retry
-    other slots after a rejection, and submit when nothing more fits. It never reads notes or the bulletin."""
+    """What a shallow scheduler does: take the listing at face value (an estimate as the duration, usual hours
+    as the hours, every resource marked open or on duty as usable, every request as wanted), book mandatory
+    tasks first and then by priority, each at the slot that earns it the most points as the prompt states them
+    (wishes met, no overtime; earliest on a tie), confirm a record only when a booking is refused for want of
+    it, try other slots after a rejection, and submit when nothing more fits. It never reads notes or the
+    bulletin, and never revisits a booking."""
 
     name = "heuristic"
 
@@ -78,7 +80,7 @@ class GreedyHeuristic(Policy):
         todo = sorted((t for t in observation.tasks if t.id not in booked and
                        self.failures.get(t.id, 0) < MAX_TRIES), key=lambda t: (not t.mandatory, -t.priority, t.id))
         for task in todo:
-            fit = self._first_fit(task, observation, booked)
+            fit = self._best_fit(task, observation, booked)
             if fit is None:
                 self.failures[task.id] = MAX_TRIES
                 continue
@@ -86,16 +88,17 @@ class GreedyHeuristic(Policy):
             return make(tool=d.tools.assign, task=fit[0], site=fit[1], staff=fit[2], start=d.clock_at(fit[3]))
         return make(tool=d.tools.submit)
 
-    def _first_fit(self, task: Any, obs: Any, booked: dict[str, Any]) -> tuple[str, str, str, int] | None:
+    def _best_fit(self, task: Any, obs: Any, booked: dict[str, Any]) -> tuple[str, str, str, int] | None:
         d = self.domain
         slot = d.clock.slot_minutes
         turn = d.turnaround_minutes // slot
         length = -(-(task.minutes or self.typical[task.kind]) // slot)
         sites = [s.id for s in obs.sites if s.status == "open" and task.needs in s.capabilities]
         staff = [p for p in obs.staff if p.status == "on duty" and task.skill in p.skills]
-        staff.sort(key=lambda p: p.id != task.prefers_staff)
         busy = [(b.site, b.staff, d.slots(b.start), d.slots(b.end)) for t, b in booked.items() if t != task.id]
         first = d.slots(task.ready_from) if task.ready_from else 0
+        wish = d.slots(task.prefers_before) if task.prefers_before else None
+        best, best_key = None, None
         for start in range(first, d.day_slots - length + 1):
             if task.start_by and start > d.slots(task.start_by):
                 break
@@ -105,9 +108,13 @@ class GreedyHeuristic(Policy):
                 hi = d.slots(person.available_until) if person.available_until else d.day_slots
                 if start < lo or end > hi or any(p == person.id and start < e and s < end for _, p, s, e in busy):
                     continue
+                points = (PREFERENCE_BONUS * (person.id == task.prefers_staff)
+                          + PREFERENCE_BONUS * (wish is not None and start <= wish)
+                          - OVERTIME_COST * max(0, end - d.regular_slots))
                 for site in sites:
                     if any(x == site and start < e + turn and s < end + turn for x, _, s, e in busy):
                         continue
-                    if (task.id, site, person.id, start) not in self.tried:
-                        return task.id, site, person.id, start
-        return None
+                    key = (-points, start)
+                    if (task.id, site, person.id, start) not in self.tried and (best_key is None or key < best_key):
+                        best, best_key = (task.id, site, person.id, start), key
+        return best

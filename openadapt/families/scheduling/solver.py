@@ -102,10 +102,12 @@ def _lowest(bits: int) -> int:
 
 
 def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] = (),
-          blocked: dict[int, int] | None = None, node_limit: int = NODE_LIMIT) -> Solution | None:
+          blocked: dict[int, int] | None = None, node_limit: int = NODE_LIMIT,
+          ceiling: int | None = None) -> Solution | None:
     """`pools`: groups of resources of which every mode holds exactly one for a fixed number of slots (the
     sites of a day; its staff): their free slots from the last start on cap what the remaining items can still
-    place. `blocked`: slots a resource is never free (outside a person's hours), for those capacities."""
+    place. `blocked`: slots a resource is never free (outside a person's hours), for those capacities.
+    `ceiling`: a known upper bound on the optimum (that of a less constrained problem), to stop at."""
     items = sorted(items, key=lambda it: it.key)
     n = len(items)
     modes = [[m for m in it.modes if m.scores] for it in items]
@@ -115,6 +117,8 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
         return Solution(False, 0, {}, 0)
     tops = [max((sc for m in ms for sc, _ in m.scores.values()), default=0) for ms in modes]
     upper = sum(t if r else max(t, 0) for t, r in zip(tops, required, strict=True))
+    if ceiling is not None:
+        upper = min(upper, ceiling)
 
     # Capacity groups: for every pool, each item's own set of its resources and the whole pool. Items confined
     # to the resources of a group must fit in its free slots (the other items are bounded by their own reach).
@@ -129,6 +133,29 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
                 end = max(max(m.scores) + off + length for i in members for m in modes[i]
                           for r, off, length in m.uses if r in pooled)
                 groups.append((tuple(sorted(u)), [(i, size[i]) for i in members], end))
+    # For a group confined to one resource, the best score of each member at a start at or after each slot.
+    singles: list[tuple[int, list[int], dict[int, list[int | None]]]] = []
+    for resources_, members, end in groups:
+        if len(resources_) == 1 and len(members) > 1:
+            r = resources_[0]
+            best_from: dict[int, list[int | None]] = {}
+            for i, _ in members:
+                row: list[int | None] = [None] * (end + 1)
+                for m in modes[i]:
+                    for st, (sc, _) in m.scores.items():
+                        if row[st] is None or sc > row[st]:
+                            row[st] = sc
+                for st in range(end - 1, -1, -1):
+                    if row[st + 1] is not None and (row[st] is None or row[st + 1] > row[st]):
+                        row[st] = row[st + 1]
+                best_from[i] = row
+            singles.append((r, [i for i, _ in members], best_from))
+    single_sizes = {}
+    for r, members, _ in singles:
+        for i in members:
+            single_sizes[(r, i)] = next(length for m in modes[i] for u, _, length in m.uses if u == r)
+    sequenced: dict[Any, int | None] = {}
+
     # Interchangeable items (same modes, starts and scores) are placed in index order: any plan that uses a
     # later twin before an earlier one (or instead of it) has an equal twin plan that does not.
     signature = [(it.required, tuple((m.key, m.uses, tuple(sorted((st, sc) for st, (sc, _) in m.scores.items())))
@@ -139,8 +166,27 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
         twin[i] = seen.get(sig)
         seen[sig] = i
 
+    # Interchangeable resources of a pool (every item can use them in the same ways, for the same scores, and
+    # they are blocked alike): the later one is used for the first time only once the earlier one is in use.
+    blocked = blocked or {}
+    pool_of = {r: p for p, pool in enumerate(pools) for r in pool}
+    traits: dict[int, list[Any]] = {r: [] for r in pool_of}
+    for i, ms in enumerate(modes):
+        for m in ms:
+            for r, _, _ in m.uses:
+                if r in traits:
+                    traits[r].append((i, tuple(("*" if u == r else u, off, length) for u, off, length in m.uses),
+                                      tuple(sorted((st, sc) for st, (sc, _) in m.scores.items()))))
+    before: list[int | None] = [None] * resources
+    last_of: dict[Any, int] = {}
+    for r in sorted(traits):
+        key = (pool_of[r], blocked.get(r, 0), tuple(sorted(traits[r])))
+        before[r] = last_of.get(key)
+        last_of[key] = r
+    used = [0] * resources
+
     masks = [0] * resources
-    for r, bits in (blocked or {}).items():
+    for r, bits in blocked.items():
         masks[r] = bits
     best: list[Any] = [None, {}]  # score, chosen
     chosen: dict[int, tuple[Mode, int]] = {}
@@ -165,6 +211,7 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
     def place(mode: Mode, start: int) -> list[tuple[int, int]]:
         saved = []
         for r, off, length in mode.uses:
+            used[r] += 1
             a, b = start + off, start + off + length
             masks[r] |= interval(a, b)
             for m, uoff, ulen in users[r]:
@@ -178,6 +225,7 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
 
     def unplace(mode: Mode, start: int, saved: list[tuple[int, int]]) -> None:
         for r, off, length in mode.uses:
+            used[r] -= 1
             masks[r] &= ~interval(start + off, start + off + length)
         for m, value in reversed(saved):
             fit[m] = value
@@ -195,8 +243,57 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
         optional = tuple(sorted((reach, size) for reach, size, must in entries if not must and reach > 0))
         return total + _packed(optional, free)
 
+    def sequence_bound(r: int, members: list[int], best_from: dict[int, list[int | None]], start: int,
+                       reaches: dict[int, tuple[int, bool]]) -> int | None:
+        """Best total of the remaining members of a one-resource group, each at the earliest start it could
+        have if they ran back to back from the resource's first free slot (None: the required ones cannot)."""
+        inside = [i for i in members if i in reaches]
+        free_at = max(start, 0)
+        while (masks[r] >> free_at) & 1:
+            free_at += 1
+        key = (r, tuple(inside), free_at)
+        if key in sequenced:
+            return sequenced[key]
+        k = len(inside)
+        rows = [best_from[i] for i in inside]
+        size = [single_sizes[(r, i)] for i in inside]
+        must = sum(1 << j for j, i in enumerate(inside) if reaches[i][1])
+        f: list[int | None] = [None] * (1 << k)
+        f[0] = 0
+        span = [0] * (1 << k)
+        best_total = None
+        for subset in range(1, 1 << k):
+            low = (subset & -subset).bit_length() - 1
+            span[subset] = span[subset & (subset - 1)] + size[low]
+            top = None
+            for j in range(k):
+                if subset >> j & 1:
+                    prev = f[subset & ~(1 << j)]
+                    at = free_at + span[subset] - size[j]
+                    if prev is None or at >= len(rows[j]) or rows[j][at] is None:
+                        continue
+                    value = prev + rows[j][at]
+                    if top is None or value > top:
+                        top = value
+            f[subset] = top
+        for subset in range(1 << k):
+            value = f[subset]
+            if value is not None and subset & must == must and (best_total is None or value > best_total):
+                best_total = value
+        sequenced[key] = best_total
+        return best_total
+
     def capacity_bound(reaches: dict[int, tuple[int, bool]], start: int, loose: int) -> int | None:
         tight = loose
+        for r, members, best_from in singles:
+            inside = [i for i in members if i in reaches]
+            if len(inside) < 2:
+                continue
+            packed = sequence_bound(r, members, best_from, start, reaches)
+            if packed is None:
+                return None
+            outside = loose - sum(reaches[i][0] if reaches[i][1] else max(reaches[i][0], 0) for i in inside)
+            tight = min(tight, packed + outside)
         for resources_, members, end in groups:
             inside = [(reaches[i][0], size, reaches[i][1]) for i, size in members if i in reaches]
             if not inside:
@@ -230,7 +327,7 @@ def solve(items: list[Item], resources: int, pools: tuple[tuple[int, ...], ...] 
                 first = _lowest(free)
                 if (1 << first) & after:  # the earliest fitting start comes after the last: a canonical branch
                     sc = mode.scores[first][0]
-                    if ready:
+                    if ready and all(used[r] or before[r] is None or used[before[r]] for r, _, _ in mode.uses):
                         children.append((-sc, first, i, k))
                     if reach is None or sc > reach:
                         reach = sc

@@ -19,6 +19,7 @@ from openadapt.validator.report import CheckResult, Status
 STEP_TIMEOUT_S = 2.0  # one reset/step taking longer than this is a hung environment
 IMPORT_TIMEOUT_S = 15.0
 GUARD_STEPS = 5  # steps tolerated past the declared budget before an episode counts as never-ending
+HANG_LIMIT = 2  # after this many calls over their time limit, the checks left that call package code are skipped
 
 
 class CheckFailed(Exception):
@@ -102,7 +103,7 @@ class Context:
         self.guard = guard if guard is not None else CallGuard()
         self.memory_mb = memory_mb
         # The import gets a larger bound than a step, but never most of the whole validation's.
-        self.import_limit_s = min(IMPORT_TIMEOUT_S, max(2.0, 0.4 * timeout_s))
+        self.import_limit_s = min(IMPORT_TIMEOUT_S, max(2.0, 0.25 * timeout_s))
         self.manifest = None  # PackageManifest, set by static.manifest
         self.pkg = None  # LoadedPackage, set by static.imports
         self.family = None  # the Family of a family package, set by static.family
@@ -112,6 +113,8 @@ class Context:
         self.import_seconds: list[float] = []
         self.violations: list[str] = []  # time or memory limits hit by package code, in any check
         self.limit_hits: list[str] = []  # every call that overran its time limit, however the package reacted
+        self._call: list | None = None  # [what, limit, interrupted] of the call in progress
+        self._alarm_handler = self._on_alarm  # one bound method, so that "is it still ours" is an identity test
         self._cache: dict[Any, Any] = {}
 
     # ---- package facts ---------------------------------------------------------------------------------
@@ -148,15 +151,13 @@ class Context:
         Three layers: SIGALRM raises StepTimeout inside the call; a call that returns late anyway (the package
         caught the exception, or replaced the handler) still fails here, from the measured duration; a call that
         never returns is killed by the worker, outside this process, from the deadline in the shared guard page.
+        The handler is installed once and reinstalled only when package code replaced it (a step costs a few
+        microseconds of bookkeeping, not two signal() calls).
         """
         name = label or f"{getattr(fn, '__name__', 'call')}()"
-        fired = []
-
-        def _alarm(signum, frame):
-            fired.append(True)
-            raise StepTimeout(f"{name} did not return within {limit_s:g} s")
-
-        previous = signal.signal(signal.SIGALRM, _alarm)
+        if signal.getsignal(signal.SIGALRM) is not self._alarm_handler:
+            signal.signal(signal.SIGALRM, self._alarm_handler)
+        outer_call, self._call = self._call, [name, limit_s, False]
         outer = self.guard.enter(name, limit_s)
         signal.setitimer(signal.ITIMER_REAL, limit_s)
         started = time.perf_counter()
@@ -164,9 +165,10 @@ class Context:
             result = fn(*args, **kwargs)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
-            self.guard.leave(outer)
-            signal.signal(signal.SIGALRM, previous)
             elapsed = time.perf_counter() - started
+            self.guard.leave(outer)
+            fired = self._call[2]
+            self._call = outer_call
             bucket.append(elapsed)
             if fired or elapsed > limit_s:
                 self.limit_hits.append(f"{name} ran {elapsed:.1f} s, over its {limit_s:g} s limit")
@@ -174,6 +176,13 @@ class Context:
             raise StepTimeout(f"{name} did not return within {limit_s:g} s (it returned after {elapsed:.1f} s: "
                               "the package caught the interrupt)")
         return result
+
+    def _on_alarm(self, signum, frame) -> None:
+        call = self._call
+        if call is None:  # no call in progress: a stray alarm
+            return
+        call[2] = True
+        raise StepTimeout(f"{call[0]} did not return within {call[1]:g} s")
 
     def run_episode(self, policy: Any, seed: int, eci: int, env: Any = None, max_steps: int | None = None,
                     policy_seed: int | None = None) -> Episode:
@@ -273,6 +282,10 @@ def run_checks(ctx: Context, emit: Callable[[CheckResult], None], announce: Call
         if blocked:
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                                  evidence=[f"skipped: depends on {', '.join(blocked)}, which did not pass"])
+        elif len(ctx.limit_hits) >= HANG_LIMIT and chk.id != "runtime.resource_bounds":
+            result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
+                                 evidence=[f"not run: the package's calls already overran their time limit "
+                                           f"{len(ctx.limit_hits)} times (see runtime.resource_bounds)"])
         elif chk.applies is not None and not chk.applies(ctx):
             emit(CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                              evidence=["not applicable to this kind of package"]))

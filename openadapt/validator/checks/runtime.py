@@ -15,7 +15,7 @@ DUMMY_STEPS = 10
 VOLATILE_METADATA = ("solve_rate_signal", "solve_rate_window", "seed")  # history- or label-dependent
 OBSERVATION_LIMIT = 1024 * 1024  # bytes of JSON: an observation is a prompt's worth of data, not a dataset
 FINGERPRINT_SEEDS = (7000, 7001)
-CONCURRENT_SEEDS = (21, 22)
+CONCURRENT_PAIRS = (((21, 22), "random"), ((23, 24), "random"), ((25, 26), "oracle"))
 
 
 def _random(ctx: Context) -> RandomPolicy:
@@ -254,12 +254,12 @@ def episode_isolation(ctx: Context):
     return {"tiers": ctx.tiers}
 
 
-def _interleaved(ctx: Context, seeds: tuple[int, ...], eci: int) -> list[Episode]:
+def _interleaved(ctx: Context, seeds: tuple[int, ...], eci: int, make_policy) -> list[Episode]:
     """Episodes of `seeds` played side by side, one instance each, their resets and steps alternating (what two
     sessions of one server do)."""
     envs = [ctx.pkg.make_env() for _ in seeds]
     episodes = [Episode(seed, eci) for seed in seeds]
-    policies = [_random(ctx) for _ in seeds]
+    policies = [make_policy() for _ in seeds]
     obs = [ctx.timed(env.reset, seed=seed, eci=eci, bucket=ctx.reset_seconds) for env, seed in zip(envs, seeds,
                                                                                                     strict=True)]
     for i, env in enumerate(envs):
@@ -285,18 +285,20 @@ def concurrent_sessions(ctx: Context):
     """Two sessions interleaved on two instances must each play exactly as they do alone."""
     for eci in ctx.tiers:
         limit = ctx.section.step_budget[eci] + GUARD_STEPS
-        alone = [ctx.run_episode(_random(ctx), seed, eci, max_steps=limit) for seed in CONCURRENT_SEEDS]
-        together = _interleaved(ctx, CONCURRENT_SEEDS, eci)
-        for (seed, other), a, b in zip(((CONCURRENT_SEEDS[0], CONCURRENT_SEEDS[1]),
-                                        (CONCURRENT_SEEDS[1], CONCURRENT_SEEDS[0])), alone, together, strict=True):
-            if _comparable(a) != _comparable(b):
-                step = next((i for i, (x, y) in enumerate(zip(a.observations, b.observations, strict=False))
-                             if _row(x) != _row(y)), min(len(a.observations), len(b.observations)))
-                raise CheckFailed(
-                    f"ECI {eci}: seed {seed} played alongside seed {other} on a second instance differs from seed "
-                    f"{seed} played alone (first at observation {step}): one session's reset or step changed "
-                    "another's episode, so state is shared between instances (class attributes, module globals)")
-    return {"tiers": ctx.tiers, "sessions": len(CONCURRENT_SEEDS)}
+        for seeds, name in CONCURRENT_PAIRS:
+            make = ctx.pkg.oracle_cls if name == "oracle" else (lambda: _random(ctx))
+            alone = [ctx.run_episode(make(), seed, eci, max_steps=limit) for seed in seeds]
+            together = _interleaved(ctx, seeds, eci, make)
+            for seed, other, a, b in zip(seeds, seeds[::-1], alone, together, strict=True):
+                if _comparable(a) != _comparable(b):
+                    step = next((i for i, (x, y) in enumerate(zip(a.observations, b.observations, strict=False))
+                                 if _row(x) != _row(y)), min(len(a.observations), len(b.observations)))
+                    raise CheckFailed(
+                        f"ECI {eci}: seed {seed} played ({name} policy) alongside seed {other} on a second instance "
+                        f"differs from seed {seed} played alone (first at observation {step}): one session's reset or "
+                        "step changed another's episode, so state is shared between instances (class attributes, "
+                        "module globals)")
+    return {"tiers": ctx.tiers, "pairs": len(CONCURRENT_PAIRS)}
 
 
 def _row(obs) -> str:

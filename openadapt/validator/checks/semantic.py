@@ -172,9 +172,15 @@ def _answer_leak(ctx: Context, eci: int, seeds: list[int], played: dict[int, lis
             answers[ep.seed] = {k: toks for k, v in fields.items() if (toks := _tokens(v))}
     said: dict[int, list[tuple[int, str, str]]] = {}
     for seed, episodes in played.items():
-        said[seed] = [(step, f"{obs.feedback or ''}\n{obs.error or ''}",
-                       " ".join(a.model_dump_json(exclude={"metadata"}) for a in ep.actions[:step]))
-                      for ep in episodes for step, obs in _before_end(ep) if step > 0]
+        said[seed] = []
+        for ep in episodes:
+            acted = ""
+            for step, obs in _before_end(ep):
+                if step == 0:
+                    continue
+                acted += " " + ep.actions[step - 1].model_dump_json(exclude={"metadata"})
+                if obs.feedback or obs.error:
+                    said[seed].append((step, f"{obs.feedback or ''}\n{obs.error or ''}", acted))
 
     def shows(seed: int, patterns: list[re.Pattern]) -> tuple[int, str, re.Pattern] | None:
         for step, text, acted in said[seed]:

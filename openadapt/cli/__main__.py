@@ -1,0 +1,5 @@
+"""`python -m openadapt.cli`."""
+
+from openadapt.cli import app
+
+app()

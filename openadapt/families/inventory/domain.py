@@ -1,0 +1,315 @@
+"""The inventory domain: the stock a site keeps (items, their demand and costs), the suppliers it buys from (lead
+times, reliability, minimum orders, price breaks) and where the stock is stored, plus the texts an agent reads
+(supplier notices, demand signals, offers), as data.
+
+Each episode simulates a horizon of periods (days, shifts, weeks: the domain's `period_noun`) for a few of the
+items. Demand is drawn from each item's range and profile and always falls inside the forecast's range; orders
+arrive after their supplier's lead time (late, on the harder tiers, as the supplier's reliability says); stock
+that outlives its shelf life is thrown away. The engine knows none of the names: everything below is the domain's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from openadapt.families.domain import (
+    Domain,
+    DomainProblem,
+    bad_placeholders,
+    duplicates,
+    too_few,
+)
+
+IDENT = r"^[a-z][a-z0-9_]*$"
+ITEMS_PER_EPISODE = 3  # items in play in one episode (one of them critical)
+MAX_DRIFT = 3  # periods a drifted lead time can grow by (ECI 5)
+MAX_SELLERS = 3  # suppliers per item (an honest planner reads each one's notices on ECI 4-5)
+MOQ_PERIODS = 6  # a minimum order may not exceed this many periods of the item's highest average demand
+SHELF_MARGIN = 6  # shelf life must exceed a supplier's worst lead time (with drift) by this many periods
+
+Text = Annotated[str, StringConstraints(min_length=10, max_length=240)]
+
+# Placeholders each text may use (and must use), filled by the engine with fill(), never str.format.
+DRIFT_ALLOWED, DRIFT_REQUIRED = ("supplier", "days", "old", "period"), ("supplier", "days")
+SIGNAL_ALLOWED, SIGNAL_REQUIRED = ("item", "pct", "first_day", "last_day", "unit"), ("item", "pct", "first_day")
+PROMO_ALLOWED, PROMO_REQUIRED = ("supplier", "item", "pct", "quantity", "unit"), ("pct", "quantity")
+NOTICE_ALLOWED: tuple[str, ...] = ("supplier",)
+REASON_ALLOWED: tuple[str, ...] = ("location",)
+
+
+def _unknown(value: str, known, path: str, what: str) -> list[DomainProblem]:
+    """A reference by name to something the domain does not define (`unknown_refs` for a single field)."""
+    return [] if value in known else [DomainProblem(path=path, message=(
+        f"{value!r} is not a defined {what} (defined: {', '.join(sorted(known)[:12])})"))]
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class Item(_Item):
+    id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Identifier the agent types to check or order this item, e.g. 'stretch_film_500mm', 'amoxicillin_500mg'."))
+    name: str = Field(min_length=3, max_length=80, description=(
+        "The item as staff call it, e.g. 'stretch wrap film, 500 mm x 300 m', 'amoxicillin 500 mg capsules'."))
+    unit: str = Field(min_length=1, max_length=20, description=(
+        "The unit stock is counted and ordered in, plural as it reads after a number, e.g. 'rolls', 'packs of "
+        "21', 'kg', 'cases'."))
+    location: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Id of the storage location the item is kept in (one of `locations`), e.g. 'bulk_racking'."))
+    critical: bool = Field(default=False, description=(
+        "True when running out is not acceptable at all (a life-saving drug, a part that grounds the fleet, the "
+        "product a key customer's contract guarantees): one stock-out of a critical item fails the episode. At "
+        "least one item must be critical, and at least two must not be."))
+    demand: tuple[Annotated[float, Field(gt=0, le=100000)], Annotated[float, Field(gt=0, le=100000)]] = Field(
+        description=(
+            "Average demand per period, as a range [low, high] the episode draws one value from, in `unit`, "
+            "e.g. [30, 55]. Realistic for this site's size."))
+    variability: float = Field(default=0.2, ge=0.05, le=0.35, description=(
+        "How far one period's demand strays from its forecast, as a share: 0.2 means demand always falls within "
+        "20% of the forecast (the forecast's range shows these bounds), e.g. 0.1 for steady consumption, 0.3 for "
+        "lumpy orders."))
+    demand_profile: list[Annotated[float, Field(ge=0.2, le=3.0)]] = Field(default_factory=list, max_length=7,
+                                                                           description=(
+        "Optional repeating pattern of demand by period, as multipliers of the average (2 to 7 values), e.g. "
+        "[1.2, 1.1, 1.0, 1.0, 1.3, 0.5, 0.4] for a site busy on Fridays and quiet at weekends. Empty: flat."))
+    holding_cost: float = Field(gt=0, le=100000, description=(
+        "Cost of keeping one unit in stock for one period (capital, space, insurance), in `currency`, e.g. 0.04 "
+        "for a cheap consumable, 2.5 for refrigerated stock."))
+    stockout_penalty: float = Field(gt=0, le=1000000, description=(
+        "Cost of one unit of demand that cannot be served (lost margin, an emergency purchase, a cancelled "
+        "procedure), in `currency`, e.g. 12.0. Usually several times the unit price."))
+    safety_days: float = Field(default=1.5, ge=0.5, le=5.0, description=(
+        "Safety level in periods of average demand, e.g. 1.5: the stock the site wants on hand at the end of the "
+        "planning horizon (it is handed over to the next one)."))
+    shelf_life: int | None = Field(default=None, ge=3, le=365, description=(
+        "Periods a unit stays usable after it is received (it is thrown away at the end of its last one), e.g. "
+        "14 for fresh produce in days; empty for stock that keeps. Must exceed every supplier's lead time plus "
+        "delay by a few periods."))
+    space: float = Field(default=1.0, gt=0, le=1000, description=(
+        "Storage space one unit takes, in its location's `space_unit`, e.g. 0.05 (a case takes 1/20 of a pallet "
+        "position); 1 when the location counts units."))
+
+
+class PriceBreak(_Item):
+    min_quantity: int = Field(ge=2, le=1000000, description="order at least this many units ...")
+    unit_price: float = Field(gt=0, le=1000000, description="... and each costs this, e.g. 2.95")
+
+
+class Offer(_Item):
+    item: str = Field(min_length=2, max_length=40, pattern=IDENT, description="Id of the item this supplier sells.")
+    unit_price: float = Field(gt=0, le=1000000, description="List price of one unit, in `currency`, e.g. 3.20.")
+    min_order: int = Field(default=1, ge=1, le=1000000, description=(
+        "Minimum order quantity in units, e.g. 48 (a full case layer); at most a few periods of the item's demand."))
+    price_breaks: list[PriceBreak] = Field(default_factory=list, max_length=3, description=(
+        "Volume discounts: larger quantities at lower unit prices, e.g. [{min_quantity: 200, unit_price: 2.95}]; "
+        "quantities increasing and above the minimum order, prices falling and below the list price."))
+
+
+class Supplier(_Item):
+    id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Identifier the agent types to order from this supplier or read its notices, e.g. 'northline_packaging'."))
+    name: str = Field(min_length=2, max_length=60, description="Its trading name, e.g. 'Northline Packaging Ltd'.")
+    lead_time: int = Field(ge=1, le=7, description=(
+        "Catalogue lead time in periods: an order placed in period d is promised for the start of period d + "
+        "lead_time, e.g. 3. On the hardest tiers the real lead time drifts above it."))
+    on_time_rate: float = Field(default=0.9, ge=0.5, le=1.0, description=(
+        "Share of orders delivered on the promised period (the others arrive late by up to `max_delay`), e.g. "
+        "0.85. Lateness only happens from ECI 2 on."))
+    max_delay: int = Field(default=1, ge=0, le=3, description="The latest a late delivery arrives, in periods, e.g. 1.")
+    order_fee: float = Field(default=0.0, ge=0, le=100000, description=(
+        "Fixed cost of one purchase order (delivery, handling, paperwork), in `currency`, e.g. 45.0."))
+    offers: list[Offer] = Field(min_length=1, max_length=12, description=(
+        "What it sells: one offer per item, with price, minimum order and price breaks."))
+    notices: list[Text] = Field(min_length=1, max_length=4, description=(
+        "Routine notices on this supplier's board that change nothing for ordering (contacts, invoicing, holiday "
+        "cut-offs already past), e.g. '{supplier}: remittance advices now go to accounts@northline.example.' May "
+        "use {supplier}."))
+
+
+class Location(_Item):
+    id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
+        "Identifier of a storage location, e.g. 'bulk_racking', 'cold_room'."))
+    name: str = Field(min_length=3, max_length=60, description="What staff call it, e.g. 'bulk racking, aisles 1-6'.")
+    space_unit: str = Field(min_length=1, max_length=30, description=(
+        "What its space is counted in, plural, e.g. 'pallet positions', 'shelf bins', 'units'."))
+    capacity_reasons: list[Text] = Field(min_length=1, max_length=4, description=(
+        "Why its usable space can be lower than listed for a while, e.g. 'aisle 4 racking closed for its annual "
+        "load inspection'. On the hidden-constraint tiers one is quoted when an order does not fit. May use "
+        "{location}."))
+
+
+class Texts(_Item):
+    drift_notices: list[Text] = Field(min_length=2, max_length=6, description=(
+        "A supplier's notice that its real lead time has grown, with {supplier} (its name) and {days} (the new "
+        "lead time, in periods); may use {old} (the catalogue lead time) and {period}, e.g. '{supplier}: port "
+        "congestion at the ferry terminal - deliveries now take {days} days from order (catalogue: {old}).'"))
+    demand_signals: list[Text] = Field(min_length=3, max_length=8, description=(
+        "A message claiming demand for an item will rise, with {item} (its name), {pct} (the rise, percent) and "
+        "{first_day}; may use {last_day} and {unit}, e.g. 'Key account says its promotion runs days {first_day}-"
+        "{last_day}: expect {item} up {pct}%.' Some are true (the forecast already has them), some are rumours."))
+    promotions: list[Text] = Field(min_length=2, max_length=6, description=(
+        "A supplier's offer for today only, with {pct} (the discount, percent) and {quantity} (the minimum "
+        "quantity); may use {supplier}, {item} and {unit}, e.g. '{supplier} flash deal: {pct}% off {item} on "
+        "orders of {quantity} {unit} or more placed today.' The minimum is always far above what is needed."))
+
+
+def _tool(default: str, what: str, example: str):
+    return Field(default=default, pattern=IDENT, max_length=30,
+                 description=f"What {what} is called in this world, an identifier, e.g. '{example}'.")
+
+
+class ToolNames(_Item):
+    """What the five actions are called in this world (each keeps its role in the mechanics)."""
+
+    check: str = _tool("check_item", "a physical count of one item plus its full forecast", "cycle_count")
+    notices: str = _tool("read_notices", "reading one supplier's notice board", "read_supplier_bulletin")
+    order: str = _tool("place_order", "placing a purchase order (item, supplier, quantity)", "raise_po")
+    cancel: str = _tool("cancel_order", "cancelling an open purchase order", "cancel_po")
+    advance: str = _tool("advance", "ending the period(s) and moving time on", "close_day")
+
+
+class InventoryDomain(Domain):
+    agent_role: str = Field(min_length=5, max_length=100, description=(
+        "Who the agent is, e.g. 'the replenishment planner of the Ridgeway distribution centre'."))
+    site: str = Field(min_length=3, max_length=80, description=(
+        "The site whose stock is kept, e.g. 'Ridgeway distribution centre', 'St Brigid's hospital pharmacy'."))
+    currency: str = Field(default="USD", min_length=1, max_length=5, description=(
+        "Currency code or symbol of every cost and price, e.g. 'USD', 'EUR', 'GBP'."))
+    period_noun: str = Field(default="day", min_length=3, max_length=12, pattern=r"^[a-z]+$", description=(
+        "The planning period, singular: 'day' (a warehouse, a kitchen), 'shift', 'week' (spare parts)."))
+    items: list[Item] = Field(min_length=ITEMS_PER_EPISODE + 1, max_length=20, description=(
+        "The stock keeping units; an episode plans three of them (one critical). Four or more, of different "
+        "demand sizes and costs."))
+    suppliers: list[Supplier] = Field(min_length=3, max_length=12, description=(
+        "Who the site buys from, with lead times, reliability, order fees and offers. Several items should be "
+        "sold by two suppliers (a cheap slow one and a fast dear one) so that the choice matters."))
+    locations: list[Location] = Field(min_length=1, max_length=6, description=(
+        "Where stock is stored; the engine sizes each location's capacity for the episode."))
+    texts: Texts = Field(description="Notices, demand signals and offers the agent reads.")
+    tools: ToolNames = Field(default_factory=ToolNames, description=(
+        "What the five actions are called in this world, e.g. {'check': 'cycle_count', 'notices': "
+        "'read_supplier_bulletin', 'order': 'raise_po', 'cancel': 'cancel_po', 'advance': 'close_day'}."))
+
+    # ---- semantic checks ---------------------------------------------------------------------------------
+    def family_problems(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        p += duplicates(self.items, "id", "domain.items")
+        p += duplicates(self.items, "name", "domain.items")
+        p += duplicates(self.suppliers, "id", "domain.suppliers")
+        p += duplicates(self.suppliers, "name", "domain.suppliers")
+        p += duplicates(self.locations, "id", "domain.locations")
+        tools = list(self.tools.model_dump().items())
+        seen_tools: dict[str, str] = {}
+        for role, name in tools:
+            if name in seen_tools:
+                p.append(DomainProblem(path=f"domain.tools.{role}", message=f"{name!r} is already the name of "
+                                       f"the {seen_tools[name]} action: each action needs its own name"))
+            seen_tools.setdefault(name, role)
+        locations = {loc.id for loc in self.locations}
+        items = {item.id: item for item in self.items}
+        for i, item in enumerate(self.items):
+            at = f"domain.items[{i}]"
+            p += _unknown(item.location, locations, f"{at}.location", "location")
+            low, high = item.demand
+            if low > high:
+                p.append(DomainProblem(path=f"{at}.demand", message=f"low {low:g} is above high {high:g}"))
+            if len(item.demand_profile) == 1:
+                p.append(DomainProblem(path=f"{at}.demand_profile", message=(
+                    "a single multiplier is no pattern: give 2 to 7 values, or none for flat demand")))
+        p += self._offer_problems(items)
+        p += self._variety_problems(items)
+        p += self._text_problems_of_family()
+        return p
+
+    def _offer_problems(self, items: dict[str, Item]) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        for s, supplier in enumerate(self.suppliers):
+            p += duplicates(supplier.offers, "item", f"domain.suppliers[{s}].offers")
+            for o, offer in enumerate(supplier.offers):
+                at = f"domain.suppliers[{s}].offers[{o}]"
+                if offer.item not in items:
+                    p += _unknown(offer.item, items, f"{at}.item", "item")
+                    continue
+                item = items[offer.item]
+                limit = MOQ_PERIODS * item.demand[1]
+                if offer.min_order > limit:
+                    p.append(DomainProblem(path=f"{at}.min_order", message=(
+                        f"{offer.min_order} units is more than {MOQ_PERIODS} {self.period_noun}s of the item's "
+                        f"highest average demand ({limit:g}): one order would outlast the planning horizon")))
+                last_qty, last_price = offer.min_order, offer.unit_price
+                for b, brk in enumerate(offer.price_breaks):
+                    if brk.min_quantity <= last_qty:
+                        p.append(DomainProblem(path=f"{at}.price_breaks[{b}].min_quantity", message=(
+                            f"{brk.min_quantity} must be above {last_qty} (the minimum order or the previous "
+                            "break)")))
+                    if brk.unit_price >= last_price:
+                        p.append(DomainProblem(path=f"{at}.price_breaks[{b}].unit_price", message=(
+                            f"{brk.unit_price:g} must be below {last_price:g} (the list price or the previous "
+                            "break's): a break is a discount")))
+                    last_qty, last_price = brk.min_quantity, brk.unit_price
+                if item.shelf_life is not None:
+                    worst = supplier.lead_time + supplier.max_delay + MAX_DRIFT + SHELF_MARGIN
+                    if item.shelf_life < worst:
+                        p.append(DomainProblem(path=f"{at}.item", message=(
+                            f"{item.id} keeps {item.shelf_life} {self.period_noun}s but {supplier.id}'s lead "
+                            f"time plus delay ({supplier.lead_time + supplier.max_delay}) leaves too little of "
+                            f"it: shelf life must be at least lead time + delay + {MAX_DRIFT + SHELF_MARGIN} "
+                            "(drift and a usable window)")))
+            for n, notice in enumerate(supplier.notices):
+                p += bad_placeholders(notice, NOTICE_ALLOWED, f"domain.suppliers[{s}].notices[{n}]")
+        return p
+
+    def _variety_problems(self, items: dict[str, Item]) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        sellers = self.sellers()
+        for i, item in enumerate(self.items):
+            if not sellers[item.id]:
+                p.append(DomainProblem(path=f"domain.items[{i}]", message=(
+                    f"no supplier offers {item.id}: add it to a supplier's offers")))
+            elif len(sellers[item.id]) > MAX_SELLERS:
+                p.append(DomainProblem(path=f"domain.items[{i}]", message=(
+                    f"{item.id} is sold by {len(sellers[item.id])} suppliers; at most {MAX_SELLERS}: on ECI 4-5 a "
+                    "careful planner reads every seller's notices, within the step budget")))
+        critical = [item for item in self.items if item.critical]
+        p += too_few(critical, 1, "domain.items", "critical (critical: true): an episode plans one critical item, "
+                     "whose stock-out fails it")
+        p += too_few([item for item in self.items if not item.critical], ITEMS_PER_EPISODE - 1, "domain.items",
+                     "non-critical: an episode plans one critical item and two others")
+        dual = [item for item in self.items if len(sellers[item.id]) >= 2]
+        p += too_few(dual, 2, "domain.suppliers", "items offered by two or more suppliers: choosing between a "
+                     "cheap slow supplier and a fast dear one (and switching when a lead time drifts) is part of "
+                     "the task")
+        active = [s for s in self.suppliers if any(o.item in items for o in s.offers)]
+        p += too_few(active, 3, "domain.suppliers", "that offer an item: ECI 5 drifts the lead times of two "
+                     "suppliers in play")
+        return p
+
+    def _text_problems_of_family(self) -> list[DomainProblem]:
+        p: list[DomainProblem] = []
+        groups = (("drift_notices", DRIFT_ALLOWED, DRIFT_REQUIRED), ("demand_signals", SIGNAL_ALLOWED,
+                                                                       SIGNAL_REQUIRED),
+                  ("promotions", PROMO_ALLOWED, PROMO_REQUIRED))
+        for name, allowed, required in groups:
+            for j, text in enumerate(getattr(self.texts, name)):
+                at = f"domain.texts.{name}[{j}]"
+                p += bad_placeholders(text, allowed, at)
+                missing = [r for r in required if "{" + r + "}" not in text]
+                if missing:
+                    p.append(DomainProblem(path=at, message="must use " + ", ".join("{" + m + "}" for m in missing)))
+        for i, location in enumerate(self.locations):
+            for j, reason in enumerate(location.capacity_reasons):
+                p += bad_placeholders(reason, REASON_ALLOWED, f"domain.locations[{i}].capacity_reasons[{j}]")
+        return p
+
+    # ---- facts the engine uses ---------------------------------------------------------------------------
+    def sellers(self) -> dict[str, list[tuple[Supplier, Offer]]]:
+        """For each item id, the (supplier, offer) pairs that sell it, in the domain's order."""
+        found: dict[str, list[tuple[Supplier, Offer]]] = {item.id: [] for item in self.items}
+        for supplier in self.suppliers:
+            for offer in supplier.offers:
+                if offer.item in found:
+                    found[offer.item].append((supplier, offer))
+        return found

@@ -1,0 +1,153 @@
+"""Multi-turn episodes with `context="last"`: what each turn is generated from, the per-tier turn budget, and
+the turn-level GRPO batch (`TurnGRPOTrainer`): one row per turn, each with its episode's group-relative advantage,
+the loss over generated tokens only. Completions are scripted; the environment is the real incident_triage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("trl")
+
+import torch  # noqa: E402
+
+from openadapt.envpkg.loader import load  # noqa: E402
+from openadapt.training.chat import first_messages, prompt_ids  # noqa: E402
+from openadapt.training.grpo import quantize  # noqa: E402
+from openadapt.training.pool import TextEnvPool  # noqa: E402
+from openadapt.training.rollout import EpisodeSpec, run_episodes  # noqa: E402
+from openadapt.training.rundir import RunDir  # noqa: E402
+from openadapt.training.solver import Solver  # noqa: E402
+from test_training import make_config, scripted  # noqa: E402
+
+
+def incident(seed: int, eci: int):
+    env = load("seed:incident_triage").make_env()
+    env.reset(seed=seed, eci=eci)
+    return env.oracle_view()
+
+
+def investigate(seed: int, eci: int) -> str:
+    return json.dumps({"tool": "inspect_logs", "component": incident(seed, eci).root})
+
+
+def diagnose(seed: int, eci: int, right: bool = True) -> str:
+    inc = incident(seed, eci)
+    fault = inc.fault.id if right else ("disk_full" if inc.fault.id != "disk_full" else "memory_leak")
+    return json.dumps({"tool": "diagnose_incident", "component": inc.root, "fault": fault, "fix": inc.fix,
+                       "confidence": 0.9 if right else 0.1})
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from openadapt.envpkg.loader import resolve
+    from openadapt.training import tiny
+    from openadapt.training.envinfo import action_schema, sample_env
+
+    with TextEnvPool("seed:incident_triage", 1) as pool:
+        env = pool.envs[0]
+        schema = action_schema(resolve("seed:incident_triage"), env.system_prompt())
+        sample = sample_env(env, schema, [1, 3], range(5))
+        vocab = tiny.build_vocabulary([env.system_prompt(), *tiny.schema_words(schema), *sample.completions],
+                                      sample.prompts)
+    return tiny.build_tokenizer(vocab)
+
+
+def test_each_turn_is_generated_from_the_latest_observation_alone(tokenizer):
+    seed, eci = 21, 3
+    contexts: list = []
+    replies = [investigate(seed, eci), diagnose(seed, eci)]
+    with TextEnvPool("seed:incident_triage", 1) as pool:
+        env = pool.envs[0]
+        (trace,) = run_episodes(pool.envs, [EpisodeSpec(seed=seed, eci=eci)],
+                                scripted(tokenizer, replies, contexts), tokenizer, system_prompt=None, max_turns=4,
+                                context="last")
+        first = env.reset(seed=seed, eci=eci)
+        second = env.step(replies[0])
+    assert trace.solved and [t.done for t in trace.turns] == [False, True]
+    expected = [prompt_ids(tokenizer, first_messages(None, step.prompt, tokenizer)) for step in (first, second)]
+    assert contexts == expected  # not the conversation: the case file as it stands at each turn
+    assert [row.prompt_ids for row in trace.rows] == expected
+    assert "LAST ACTION : inspect_logs on" in tokenizer.decode(expected[1])
+    for row, reply in zip(trace.rows, replies, strict=True):
+        assert row.completion_ids == tokenizer(reply, add_special_tokens=False)["input_ids"] + \
+            [tokenizer.eos_token_id]
+    assert trace.generated_tokens == sum(len(r.completion_ids) for r in trace.rows)
+
+
+def test_the_turn_budget_is_per_tier_and_capped_by_the_environment(tmp_path):
+    config = make_config(tmp_path / "run", max_turns={1: 1, 3: 3}, context="last")
+    assert config.turns_at(1, 10) == 1 and config.turns_at(3, 10) == 3 and config.turns_at(5, 2) == 2
+    assert config.turns_at(4, 10) == 3  # a tier without its own budget gets the largest one
+    default = make_config(tmp_path / "run", max_turns=None)
+    assert default.turns_at(1, 10) == 10 and default.turns_at(5, 5) == 5  # the environment's budget
+
+
+def test_episodes_stop_at_their_own_turn_limit(tokenizer):
+    seed = 5
+    never_done = [json.dumps({"tool": "query_metrics", "component": c}) for c in
+                  ("api-gateway", "orders-db", "users-db", "event-bus", "search-index", "auth-service")]
+    with TextEnvPool("seed:incident_triage", 2) as pool:
+        traces = run_episodes(pool.envs, [EpisodeSpec(seed=seed, eci=1, max_turns=1),
+                                          EpisodeSpec(seed=seed, eci=1, max_turns=3)],
+                              scripted(tokenizer, never_done), tokenizer, system_prompt=None, context="last")
+    assert [len(t.turns) for t in traces] == [1, 3] and not any(t.finished for t in traces)
+
+
+def test_the_turn_batch_gives_every_turn_its_episodes_advantage(tmp_path):
+    """One group of 4 episodes at ECI 3: investigate then diagnose right (2 turns, solved), diagnose right at once
+    (1 turn, solved, but the cause upstream of the alert was never looked at), diagnose wrong at once, and
+    investigate then diagnose wrong. The batch TRL trains on has 6 rows (one per turn), each row's prompt is the
+    context that turn saw, its completion is exactly what was generated, and its advantage is its episode's."""
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3],
+                         max_turns=3, context="last", beta=0.05)
+    with Solver.create(config) as solver:
+        assert type(solver.trainer).__name__ == "TurnGRPOTrainer"
+        _, (spec,) = solver.rollout.specs(0, 1)
+        s, e = spec.seed, spec.eci
+        # replies are consumed per turn, in episode order among the episodes still running
+        replies = [investigate(s, e), diagnose(s, e), diagnose(s, e, right=False), investigate(s, e),
+                   diagnose(s, e), diagnose(s, e, right=False)]
+        contexts: list = []
+        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies, contexts)
+        captured: dict = {}
+        build = solver.trainer._generate_and_score_completions
+
+        def spy(inputs):
+            captured.update(build(inputs))
+            return captured
+
+        solver.trainer._generate_and_score_completions = spy
+        solver.train()
+        traces = solver.rollout.last_traces
+    assert [len(t.turns) for t in traces] == [2, 1, 1, 2]
+    assert [t.solved for t in traces] == [True, True, False, False]
+    rewards = torch.tensor([quantize(t.episode_return) for t in traces])
+    expected = (rewards - rewards.mean()) / (rewards.std() + 1e-4)
+    rows = [(i, row) for i, t in enumerate(traces) for row in t.rows]
+    assert captured["prompt_ids"].shape[0] == len(rows) == 6
+    assert torch.allclose(captured["advantages"], torch.stack([expected[i] for i, _ in rows]), atol=1e-5)
+    tokenizer = solver.loaded.tokenizer
+    for k, (_, row) in enumerate(rows):
+        prompt = captured["prompt_ids"][k][captured["prompt_mask"][k].bool()].tolist()
+        completion = captured["completion_ids"][k][captured["completion_mask"][k].bool()].tolist()
+        assert prompt == row.prompt_ids and completion == row.completion_ids
+        assert prompt in contexts
+        assert "LAST ACTION" in tokenizer.decode(prompt)
+    generated = sum(t.generated_tokens for t in traces)
+    assert int(captured["num_items_in_batch"]) == generated  # the loss covers generated tokens only
+    assert "ref_per_token_logps" in captured  # beta > 0: KL to the initial model per generated token
+    row = RunDir(tmp_path / "run").metrics()[0]
+    assert row["solve_rate"] == 0.5 and row["turns_mean"] == 1.5 and "kl" in row
+    assert row["completion_tokens_mean"] == pytest.approx(generated / 4)
+
+
+def test_held_out_evaluation_uses_the_context_the_run_trained_with(tmp_path):
+    config = make_config(tmp_path / "run", steps=1, context="last")
+    with Solver.create(config) as solver:
+        solver.train()
+    from openadapt.training.modelpolicy import ModelPolicy
+
+    policy = ModelPolicy.from_run(tmp_path / "run")
+    assert policy.context == "last"
