@@ -64,7 +64,9 @@ class ScriptedModel:
             return self.piece(path)
         if (match := re.match(r"Write `(\w+)` as JSON", text)):
             value = self.world[match.group(1)]
-            return {"items": value} if isinstance(value, list) else value
+            if isinstance(value, list):  # as many as the schema asks for
+                return {"items": value[: self.schema["properties"]["items"].get("maxItems", len(value))]}
+            return value
         if text.startswith("An earlier version"):
             return {"ok": True}
         raise AssertionError(f"the scripted model does not know how to answer: {text[:200]}")
@@ -76,7 +78,9 @@ class ScriptedModel:
             if not field:
                 return {k: v for k, v in self.world.items() if not isinstance(v, (list, dict))}
             value = self.world[field]
-            return {"items": value} if isinstance(value, list) else value
+            if isinstance(value, list):
+                return {"items": value[: self.schema["properties"]["items"].get("maxItems", len(value))]}
+            return value
         field, index = match.group(1), int(match.group(2))
         item = dict(self.world[field][index])
         if field == "components":  # only refer to the components the designer will have asked for

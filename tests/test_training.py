@@ -37,7 +37,7 @@ REAL = dict(package=str(GUESS), steps=3, warmup_steps=30, warmup_lr=1e-2, num_ge
 def make_config(path: Path, **overrides) -> TrainConfig:
     base = dict(package="seed:incident_triage", output=path, steps=2, num_generations=4, prompts_per_step=2,
                 max_completion_length=48, max_turns=1, warmup_steps=0, vocab_seeds=5, eval_episodes=0,
-                save_steps=1, tiny_size=SMALL, wandb="disabled", validate_package=False)
+                save_steps=1, tiny_size=SMALL, wandb="disabled", validate_package=False, beta=0.0)
     base.update(overrides)
     return TrainConfig(**base)
 
@@ -262,7 +262,7 @@ def test_a_multi_turn_rollout_masks_the_environment_tokens(tokenizer, eos):
 
 
 def test_trl_trains_only_on_the_model_tokens_of_a_multi_turn_episode(tmp_path):
-    config = make_config(tmp_path / "run", steps=1, max_turns=2, prompts_per_step=1, beta=0.05)
+    config = make_config(tmp_path / "run", steps=1, max_turns=2, prompts_per_step=1, beta=0.05, context="full")
     with Solver.create(config) as solver:
         _, (spec,) = solver.rollout.specs(0, 1)
         diagnosis, investigation = answer(spec.seed, spec.eci)
@@ -436,8 +436,15 @@ def test_config_rejects_bad_values(tmp_path):
         make_config(tmp_path, eci=[6])
     with pytest.raises(ValueError):
         make_config(tmp_path, num_generations=1)
-    tiny = TrainConfig(package="seed:incident_triage", output=tmp_path)
+    tiny = TrainConfig(package="seed:incident_triage", output=tmp_path, steps=1000)
     real = TrainConfig(package="seed:incident_triage", output=tmp_path, model="some/model")
     assert (tiny.lr, tiny.system_prompt, tiny.gradient_checkpointing) == (1e-3, False, False)
-    assert tiny.warmup_prompt_lm and tiny.warmup_steps == 400
+    assert tiny.warmup_prompt_lm and tiny.warmup_steps == 400 and tiny.context == "last" and tiny.beta == 0.1
+    assert (tiny.num_generations, tiny.prompts_per_step, tiny.max_completion_length) == (4, 8, 48)
     assert (real.lr, real.warmup_steps, real.system_prompt, real.warmup_prompt_lm) == (2e-5, 0, True, False)
+    assert (real.context, real.beta, real.num_generations, real.prompts_per_step) == ("full", 0.0, 8, 4)
+    assert TrainConfig(package="seed:incident_triage", output=tmp_path, steps=30).warmup_steps == 100  # scales
+    assert TrainConfig(package="seed:incident_triage", output=tmp_path, steps=250).warmup_steps == 250
+    assert tiny.save_steps == 10 and tiny.sandbox == "auto"
+    with pytest.raises(ValueError, match="unknown sandbox"):
+        make_config(tmp_path, sandbox="nope")

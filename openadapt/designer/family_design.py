@@ -182,29 +182,31 @@ def _guide(model_fields: dict[str, Any]) -> str:
 
 
 def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
-    """The pieces of a domain, in order: scalar fields together first, then nested records and list items."""
+    """The pieces of a domain, in order: the scalar fields together, then the keys of every keyed list (so any
+    reference can be constrained to keys that exist, whatever the lists' order), then nested records and list
+    items in schema order."""
     fields = domain_cls.model_fields
     header = {n: f for n, f in fields.items() if not _is_model(f.annotation) and _list_item_model(f.annotation) is None
               and typing.get_origin(f.annotation) is not list}
     pieces = [Piece("domain", create_model("DomainHeader", **{n: (f.annotation, f) for n, f in header.items()}),
                     guide=_guide(header))]
+    counts = {name: _target_count(f, len(getattr(example, name))) for name, f in fields.items()
+              if _list_item_model(f.annotation) is not None}
+    for name, key in domain_cls.KEYS.items():
+        item = _list_item_model(fields[name].annotation)
+        pieces.append(Piece(f"domain.{name}.keys", _keys_model(name, item, key, counts[name]), name, keys=True))
     for name, f in fields.items():
         if name in header:
             continue
         item = _list_item_model(f.annotation)
         if item is not None:
-            count = _target_count(f, len(getattr(example, name)))
-            if name in domain_cls.KEYS:
-                pieces.append(Piece(f"domain.{name}.keys", _keys_model(name, item, domain_cls.KEYS[name], count),
-                                    name, keys=True))
-            for i in range(count):
+            for i in range(counts[name]):
                 pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, guide=_guide(item.model_fields)
                                     if i == 0 else ""))
         elif _is_model(f.annotation):
             pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=_guide(f.annotation.model_fields)))
         else:  # a list of plain values (lines of text): one piece holding the whole list
-            wrapper = create_model(f"{name.title().replace('_', '')}List", items=(f.annotation, f))
-            pieces.append(Piece(f"domain.{name}", wrapper, name))
+            pieces.append(Piece(f"domain.{name}", _values_model(name, f, len(getattr(example, name))), name))
     return pieces
 
 
@@ -217,6 +219,20 @@ def _keys_model(name: str, item: type[BaseModel], key: str, count: int) -> type[
     return create_model(f"{name.title().replace('_', '')}Keys", items=(
         list[key_type], Field(min_length=count, max_length=count, description=f"the {key} of each of the {count} "
                               f"{name}, all different: {info.description or ''}")))
+
+
+def _values_model(name: str, info: Any, example_count: int) -> type[BaseModel]:
+    """{"items": [...]}: exactly as many values as the schema needs, each bounded (an unbounded constrained list
+    is where a small model rambles until the token limit)."""
+    args = typing.get_args(info.annotation)
+    item = args[0] if args else str
+    if item is str:
+        item = Annotated[str, Field(min_length=3, max_length=200)]
+    low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+    high = next((m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), low + 4)
+    count = max(low, min(high, example_count, low + 1))
+    return create_model(f"{name.title().replace('_', '')}List", items=(
+        list[item], Field(min_length=count, max_length=count, description=info.description)))
 
 
 def _target_count(info: Any, example_count: int) -> int:

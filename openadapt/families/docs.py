@@ -76,7 +76,8 @@ def schema_tables(model: type[BaseModel]) -> str:
     _models(model, models)
     out = []
     for m in models:
-        out.append(f"**{m.__name__}**\n\n| field | type | required | constraints | description |\n|---|---|---|---|---|")
+        out.append(f"**{m.__name__}**\n\n| field | type | required | constraints | description |\n"
+                   "|---|---|---|---|---|")
         for name, field in m.model_fields.items():
             description = (field.description or "").replace("|", "\\|").replace("\n", " ")
             out.append(f"| `{name}` | {_type(field.annotation)} | {'yes' if field.is_required() else 'no'} | "

@@ -81,7 +81,7 @@ def fill(text: str, **values: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Ref:
+class Reference:
     """A field whose values must be values of another field: `source` is 'list.field' (every `field` of the
     items of `list`). `later_only`, within the same list, allows only items after this one (an ordered list then
     makes an acyclic graph)."""
@@ -100,11 +100,11 @@ class Domain(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
     KEYS: ClassVar[dict[str, str]] = {}  # list field -> its items' key field, e.g. {"components": "name"}
-    REFERENCES: ClassVar[dict[str, Ref]] = {}  # 'list.field' -> Ref('list.key'), e.g. components.depends_on
+    REFERENCES: ClassVar[dict[str, Reference]] = {}  # 'list.field' -> Reference('list.key')
 
     title: str = Field(min_length=3, max_length=80, description=(
-        "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse refrigeration', "
-        "'University course timetabling'). Never a generic word like 'system' or 'domain'."))
+        "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "
+        "refrigeration', 'University course timetabling'). Never a generic word like 'system' or 'domain'."))
     summary: str = Field(min_length=30, max_length=700, description=(
         "Two or three sentences for the agent's briefing: the setting, who the agent is, and what it must "
         "achieve. Concrete and specific to this world."))

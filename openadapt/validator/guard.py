@@ -15,7 +15,7 @@ import time
 
 FORMAT = "dd64s"  # deadline (time.monotonic, 0 = no call in progress), limit in seconds, what is running
 SIZE = struct.calcsize(FORMAT)
-GRACE_S = 0.5  # past the deadline, the worker kills: the in-process interrupt had its chance
+GRACE_S = 0.3  # past the deadline, the worker kills: the in-process interrupt had its chance
 
 
 class CallGuard:

@@ -237,7 +237,7 @@ class Validator:
             if check_id == interrupted or (check_id == "runtime.resource_bounds" and cause):
                 report.checks.append(CheckResult(
                     check_id=check_id, level=level, status=Status.FAIL,
-                    evidence=[f"the package's code was stopped during this check: {cause or 'process died'}"],
+                    evidence=[f"the package's process ended during this check: {cause or 'it died'}"],
                     measured={"killed_for": cause},
                     remediation="keep every call bounded: no infinite loops, sleeps, unbounded memory or output",
                 ))

@@ -350,7 +350,7 @@ def _sweep(reaper: Reaper, spare: set[int], spare_descendants: bool = True) -> i
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and _state(p) != "Z" for p in pids):
@@ -395,6 +395,7 @@ class Watch:
         self.status: tuple[int, object] | None = None
         self.done = False
         self.disk_peak, self._disk_sampled = 0, 0.0
+        self.swept = 0
         self.violations: dict[tuple, dict] = {}
         self.listener = None
         self.fingerprint: dict | None = None
@@ -608,7 +609,9 @@ class Watch:
     def result(self) -> dict:
         status, usage = self.status if self.status is not None else (None, None)
         # A child that finished every check has nothing more to say: a signal after that is the sweep's.
-        exit_info = _describe_exit(status) if status is not None and not self.done else None
+        exit_info = None
+        if status is not None and not self.done:
+            exit_info = _describe_exit(status) or "exited (status 0) before its checks were done"
         disk = dict(self.setup.get("disk") or {})
         disk["peak_bytes"] = self.disk_peak
         baseline_rss_mb = float(self.setup.get("rss_at_start_mb") or 0.0)

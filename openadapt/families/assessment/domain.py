@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
+    Reference,
     bad_placeholders,
     duplicates,
     placeholders,
@@ -175,6 +176,9 @@ class Notices(_Item):
 
 
 class AssessmentDomain(Domain):
+    KEYS = {"sections": "id", "criteria": "id", "rules": "id"}
+    REFERENCES = {"criteria.section": Reference("sections.id"), "rules.criterion": Reference("criteria.id"),
+                  "rules.section": Reference("sections.id")}
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the teaching assistant grading CHEM 201 lab reports', 'the third-party risk "
         "analyst'."))

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
-    Ref,
+    Reference,
     bad_placeholders,
     duplicates,
     identifier_problems,
@@ -106,8 +106,8 @@ class DependencyStatus(_Item):
 
 class DiagnosisDomain(Domain):
     KEYS = {"components": "name", "faults": "id"}
-    REFERENCES = {"components.depends_on": Ref("components.name", later_only=True),
-                  "faults.applies_to": Ref("components.kind")}
+    REFERENCES = {"components.depends_on": Reference("components.name", later_only=True),
+                  "faults.applies_to": Reference("components.kind")}
 
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the night-shift refrigeration technician', 'the on-call site reliability engineer'."))

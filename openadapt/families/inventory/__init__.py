@@ -47,13 +47,13 @@ FAMILY = register_family(Family(
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "exact stock records and forecasts, catalogue lead times hold, deliveries on time",
-        2: "+ records wrong (phantom stock, miscounts) or not shown, forecasts blurred or gappy (30%); deliveries "
-           "late as each supplier's reliability says",
-        3: "+ three distractors (demand rumours, promotions whose minimum is a trap; true demand events "
-           "announced too); one supplier's lead time drifts, announced in the feed",
+        2: "+ stock records wrong (mostly phantom stock) or not shown for some items (15% each), forecasts blurred "
+           "or gappy (30% each); deliveries late as each supplier's reliability says",
+        3: "+ three distractors (demand rumours, promotions whose minimum is a trap; a real demand event announced "
+           "too); one supplier's lead time drifts by 2-3 periods, announced in the feed",
         4: "+ the drift is posted only on the supplier's notice board (acknowledgements keep promising the "
            "catalogue lead time); one location holds less than listed, learned when an order does not fit",
-        5: "+ 40% noise and withholding, five distractors, two suppliers drift by 2-3 periods; a budget of 26 steps",
+        5: "+ 40% noise and withholding (20% of records), five distractors, two suppliers drift; a budget of 26",
     },
     prompt_context=prompt_context,
 ))

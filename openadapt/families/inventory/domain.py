@@ -94,8 +94,10 @@ class Item(_Item):
 
 
 class PriceBreak(_Item):
-    min_quantity: int = Field(ge=2, le=1000000, description="order at least this many units ...")
-    unit_price: float = Field(gt=0, le=1000000, description="... and each costs this, e.g. 2.95")
+    min_quantity: int = Field(ge=2, le=1000000, description=(
+        "Order at least this many units (more than the minimum order and any smaller break), e.g. 200 ..."))
+    unit_price: float = Field(gt=0, le=1000000, description=(
+        "... and each unit costs this, below the list price and any smaller break's price, e.g. 2.95."))
 
 
 class Offer(_Item):

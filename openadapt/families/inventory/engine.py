@@ -118,10 +118,13 @@ class InventoryEnvironment(OpenAdaptEnvironment):
         self._verdict = None
         self._checked: set[str] = set()
         self._notices: list[str] = []
-        self._read: set[str] = set()
         self._known_lead: dict[str, int] = {}
         self._revealed: set[str] = set()
         self._feed: list[dict[str, Any]] = []
+        self._forecasts: dict[tuple[str, bool], list[list[Any]]] = {}
+        cat = self.catalogue()
+        self._in_play = [s for s in self.domain.suppliers if any(o.item in ep.items for o in s.offers)]
+        self._locations = sorted({cat.items[i].location for i in ep.items})
         self._finished_by_agent = False
         for message in ep.messages.get(1, []):
             self._post(message)
@@ -319,7 +322,6 @@ class InventoryEnvironment(OpenAdaptEnvironment):
             self._known_lead[supplier.id] = ep.lead[supplier.id]
         fresh = [f"[{supplier.id}] {line}" for line in lines if f"[{supplier.id}] {line}" not in self._notices]
         self._notices.extend(fresh)
-        self._read.add(supplier.id)
         return Outcome(f"{action.action} {supplier.id}: {len(lines)} notice(s), {len(fresh)} new.")
 
     def _order(self, action: Any) -> Outcome:
@@ -445,17 +447,17 @@ class InventoryEnvironment(OpenAdaptEnvironment):
         return item in self._checked or (item not in ep.withheld and not ep.book_offset.get(item))
 
     def _forecast_view(self, item: str) -> list[list[Any]]:
-        ep, cat = self._truth.episode, self.catalogue()
-        v = cat.items[item].variability
-        source = ep.forecast[item] if item in self._checked else ep.forecast_shown[item]
-        rows = []
-        for t in range(min(self._stock.day, ep.horizon), ep.horizon + 1):
-            f = source[t]
-            if f is None:
-                rows.append([t, None, None, None])
-            else:
-                rows.append([t, round(f, 1), math.floor(f * (1 - v)), math.ceil(f * (1 + v))])
-        return rows
+        """[period, expected, low, high] from now to the horizon (the records' view until the item is counted)."""
+        ep, checked = self._truth.episode, item in self._checked
+        rows = self._forecasts.get((item, checked))
+        if rows is None:
+            v = self.catalogue().items[item].variability
+            source = ep.forecast[item] if checked else ep.forecast_shown[item]
+            rows = [[t, None, None, None] if source[t] is None else
+                    [t, round(source[t], 1), math.floor(source[t] * (1 - v)), math.ceil(source[t] * (1 + v))]
+                    for t in range(1, ep.horizon + 1)]
+            self._forecasts[(item, checked)] = rows
+        return rows[min(self._stock.day, ep.horizon) - 1:]
 
     def observe(self) -> dict[str, Any]:
         stock, ep, cat = self._stock, self._truth.episode, self.catalogue()
@@ -470,11 +472,10 @@ class InventoryEnvironment(OpenAdaptEnvironment):
             if spec.shelf_life is not None:
                 view["lots"] = ([[lot.qty, lot.use_by] for lot in stock.lots[item]] if self._exact(item) else None)
             items.append(view)
-        in_play = [s for s in self.domain.suppliers if any(o.item in ep.items for o in s.offers)]
         suppliers = [{"id": s.id, "lead_time": s.lead_time, "known_lead_time": self._known_lead.get(s.id),
-                      "on_time_rate": s.on_time_rate, "max_delay": s.max_delay} for s in in_play]
+                      "on_time_rate": s.on_time_rate, "max_delay": s.max_delay} for s in self._in_play]
         locations = []
-        for loc in sorted({cat.items[i].location for i in ep.items}):
+        for loc in self._locations:
             shown = ep.capacity[loc] if loc in self._revealed else ep.listed[loc]
             locations.append({"id": loc, "capacity": shown, "booked": round(stock.booked(loc), 2),
                               "space_unit": cat.locations[loc].space_unit})

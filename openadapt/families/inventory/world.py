@@ -178,12 +178,11 @@ class Stock:
 
     def booked(self, location: str) -> float:
         """Space booked in a location: stock on hand plus open orders, in the location's space unit."""
-        total = 0.0
-        for item in self.ep.items:
-            spec = self.cat.items[item]
-            if spec.location == location:
-                total += (self.on_hand(item) + sum(o.qty for o in self.open_orders(item))) * spec.space
-        return total
+        items = self.cat.items
+        total = sum(lot.qty * items[item].space for item in self.ep.items if items[item].location == location
+                    for lot in self.lots[item])
+        return total + sum(o.qty * items[o.item].space for o in self.orders
+                           if o.status == "open" and items[o.item].location == location)
 
     # ---- actions ------------------------------------------------------------------------------------------
     def price(self, supplier: str, item: str, qty: int) -> tuple[float, bool]:

@@ -173,6 +173,7 @@ class Questions(_Item):
 
 
 class NegotiationDomain(Domain):
+    KEYS = {"issues": "id", "personas": "id"}
     agent_role: str = Field(min_length=3, max_length=100, description=(
         "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
         "data engineer role'."))

@@ -227,6 +227,7 @@ class Question(_Item):
 
 
 class QueryingDomain(Domain):
+    KEYS = {"tables": "name"}
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the sales operations analyst', 'the clinic's reporting analyst'."))
     database_noun: str = Field(min_length=3, max_length=80, description=(

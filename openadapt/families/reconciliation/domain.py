@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_vali
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
+    Reference,
     bad_placeholders,
     duplicates,
     too_few,
@@ -248,6 +249,14 @@ class ToolNames(_Item):
 
 
 class ReconciliationDomain(Domain):
+    KEYS = {"sources": "name", "parties": "id", "items": "id", "resolutions": "id", "discrepancies": "id"}
+    REFERENCES = {
+        "parties.items": Reference("items.id"), "sources.split_items": Reference("items.id"),
+        "discrepancies.resolution": Reference("resolutions.id"), "discrepancies.items": Reference("items.id"),
+        "discrepancies.flag": Reference("sources.name"), "discrepancies.source": Reference("sources.name"),
+        "discrepancies.missing_from": Reference("sources.name"),
+        "policies.applies_to": Reference("discrepancies.id"), "policies.resolution": Reference("resolutions.id"),
+    }
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the accounts-payable clerk', 'the company's treasury accountant'."))
     batch_noun: str = Field(min_length=3, max_length=60, description=(

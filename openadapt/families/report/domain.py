@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
+    Reference,
     bad_placeholders,
     duplicates,
     too_few,
@@ -229,6 +230,9 @@ class TaskNames(_Item):
 
 
 class ReportDomain(Domain):
+    KEYS = {"categories": "name", "report_types": "code", "kpis": "code"}
+    REFERENCES = {"metrics.of": Reference("categories.name"), "metrics.against": Reference("categories.name"),
+                  "kpis.of": Reference("categories.name"), "kpis.against": Reference("categories.name")}
     agent_role: str = Field(min_length=5, max_length=100, description=(
         "Who the agent is, e.g. 'a back-office reporting agent at a lender', 'the regional operations analyst "
         "of a logistics company'."))

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from openadapt.families.domain import (
     Domain,
     DomainProblem,
+    Reference,
     bad_placeholders,
     duplicates,
     too_few,
@@ -174,6 +175,11 @@ _Texts = dict(min_length=1, max_length=8)
 
 
 class SchedulingDomain(Domain):
+    KEYS = {"capabilities": "id", "skills": "id", "sites": "id", "staff": "id", "task_types": "id"}
+    REFERENCES = {"sites.capabilities": Reference("capabilities.id"), "staff.skills": Reference("skills.id"),
+                  "task_types.needs": Reference("capabilities.id"), "task_types.skill": Reference("skills.id"),
+                  "emergencies.task_type": Reference("task_types.id"),
+                  "hidden_rules.task_types": Reference("task_types.id")}
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the theatre scheduling coordinator', 'the dock scheduler on the night shift'."))
     plan_noun: str = Field(min_length=3, max_length=80, description=(
@@ -198,7 +204,7 @@ class SchedulingDomain(Domain):
         "Every site the plan may use; a day opens two or three of them. At least four, with overlapping "
         "capabilities so that most task kinds fit in two or more sites."))
     staff: list[Staff] = Field(min_length=1, max_length=16, description=(
-        "Every staff member who might work that day; the engine puts four or five on duty. At least six."))
+        "Every staff member who might work that day; the engine puts three to five on duty. At least six."))
     task_types: list[TaskType] = Field(min_length=1, max_length=16, description=(
         "The kinds of task requested, with realistic durations and priorities (at least two priority levels)."))
     clients: list[str] = Field(min_length=1, max_length=40, description=(
@@ -453,7 +459,7 @@ class SchedulingDomain(Domain):
         p = []
         p += too_few(self.sites, MIN_SITES, "domain.sites", f"sites: a day opens up to {MAX_OPEN_SITES}, and ECI 3-5 "
                      "list one more that looks open but is blocked")
-        p += too_few(self.staff, MIN_STAFF, "domain.staff", "staff: four or five are on duty, one may be absent "
+        p += too_few(self.staff, MIN_STAFF, "domain.staff", "staff: up to five are on duty, one may be absent "
                      "from the start, and ECI 3-5 list one who looks available but is not")
         p += too_few(self.task_types, 4, "domain.task_types", "task kinds, so that seeds vary the day's list")
         p += too_few(self.clients, MIN_CLIENTS, "domain.clients", "distinct names: a day needs up to eleven (six "

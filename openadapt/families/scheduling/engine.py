@@ -8,12 +8,13 @@ no overlap, turnaround, rules) and rejected with a reason code when it breaks on
 against the optimum found by exact search (`solver.py`) on the same truth.
 
 Tiers (from `TierProfile` knobs, never the tier number): `noise`/`drop` list some durations and hours as
-estimates or not at all (a booking needs them confirmed by an inspection); `distractors` add requests that must
-not be booked (their notes say why) and resources that look available but are not (the bulletin says why);
-`hidden_constraints` add `depth` rules the agent is not told, chosen so that they cut into the optimum, and
-revealed by a rejected booking (free the first time) or by inspecting what they concern; `depth` above one adds
-a mid-plan disruption (an emergency to fit in, or a staff member dropping out). Nothing here knows what the
-sites, staff or tasks are: the domain says.
+estimates (booked as listed; the submitted plan is then checked against the truth, and a task that overruns
+cancels what it runs into) or not at all (a booking needs them confirmed by an inspection); `distractors` add
+requests that must not be booked (their notes say why) and resources that look available but are not (the
+bulletin says why); `hidden_constraints` add `depth` rules the agent is not told, chosen so that they cut into
+the optimum where possible, and revealed by a rejected booking (free the first time) or by inspecting what they
+concern; `depth` above one adds a mid-plan disruption (an emergency to fit in, or a staff member dropping out).
+Nothing here knows what the sites, staff or tasks are: the domain says.
 """
 
 from __future__ import annotations
@@ -219,7 +220,11 @@ class SchedulingEnvironment(ShapedEnvironment):
         return self.domain.turnaround_minutes // self._slot
 
     def clock(self, slot: int) -> str:
-        return self.domain.clock_at(slot)
+        table = type(self).__dict__.get("_clocks")
+        if table is None:  # the day's clock strings, once per bound class
+            table = tuple(self.domain.clock_at(s) for s in range(self.domain.day_slots + 1))
+            type(self)._clocks = table
+        return table[slot] if 0 <= slot < len(table) else self.domain.clock_at(slot)
 
     def score_of(self, job: Job, staff: str, start: int, end: int) -> int:
         """What one booking earns (the objective is the sum over booked real tasks)."""
@@ -246,6 +251,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         self._submitted = False
         self._verdict = None
         self._broken: dict[str, str] = {}
+        self._views: dict[str, list[Any]] | None = None  # listing views, rebuilt when a record changes
 
     def _draw(self, rng: random.Random, tier: TierProfile) -> Day | None:
         d = self.domain
@@ -763,6 +769,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         for rule in rules:
             lines.append(rule.text)
             self._reveal(rule)
+        self._views = None
         if target in self._inspected:
             return Outcome(f"{action.tool} {target}: nothing new. " + " ".join(lines))
         self._inspected.add(target)
@@ -772,6 +779,7 @@ class SchedulingEnvironment(ShapedEnvironment):
         if not rule.revealed:
             rule.revealed = True
             self._notes.append(rule.text)
+            self._views = None
 
     def _assign(self, action: Any) -> Outcome:
         job = self._visible_job(action.task)
@@ -821,6 +829,7 @@ class SchedulingEnvironment(ShapedEnvironment):
     def _fire(self, event: Disruption) -> str:
         day = self._day
         event.fired = True
+        self._views = None
         day.notices.append(event.text)
         if event.job is not None:
             day.visible.append(event.job.id)
@@ -872,10 +881,14 @@ class SchedulingEnvironment(ShapedEnvironment):
     # ---- views ----------------------------------------------------------------------------------------
     def observe(self) -> dict[str, Any]:
         day = self._day
+        if self._views is None:
+            self._views = {
+                "tasks": [self._task_view(day.jobs[t]) for t in day.visible],
+                "sites": [self._site_view(room) for room in day.rooms.values()],
+                "staff": [self._staff_view(person) for person in day.people.values()],
+            }
         return {
-            "tasks": [self._task_view(day.jobs[t]) for t in day.visible],
-            "sites": [self._site_view(room) for room in day.rooms.values()],
-            "staff": [self._staff_view(person) for person in day.people.values()],
+            **{name: list(views) for name, views in self._views.items()},
             "schedule": [BookingView(task=b.task, site=b.site, staff=b.staff, start=self.clock(b.start),
                                      end=self.clock(b.end))
                          for b in sorted(self._bookings.values(), key=lambda b: (b.start, b.site, b.task))],

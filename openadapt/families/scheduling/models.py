@@ -21,7 +21,7 @@ class SchedulingAction(AgentAction):
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class TaskView(_View):

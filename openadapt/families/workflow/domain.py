@@ -179,6 +179,7 @@ class ChaosRates(_Item):
 
 
 class WorkflowDomain(Domain):
+    KEYS = {"scenarios": "name"}
     agent_role: str = Field(min_length=5, max_length=100, description=(
         "Who the agent is, e.g. 'the operations desk agent at Northwind', 'a service desk analyst'."))
     company: str = Field(min_length=2, max_length=40,

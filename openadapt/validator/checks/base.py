@@ -19,7 +19,7 @@ from openadapt.validator.report import CheckResult, Status
 STEP_TIMEOUT_S = 2.0  # one reset/step taking longer than this is a hung environment
 IMPORT_TIMEOUT_S = 15.0
 GUARD_STEPS = 5  # steps tolerated past the declared budget before an episode counts as never-ending
-HANG_LIMIT = 2  # after this many calls over their time limit, the checks left that call package code are skipped
+HANG_LIMIT = 1  # after this many calls over their time limit, the checks left that call package code are skipped
 
 
 class CheckFailed(Exception):
@@ -113,6 +113,7 @@ class Context:
         self.import_seconds: list[float] = []
         self.violations: list[str] = []  # time or memory limits hit by package code, in any check
         self.limit_hits: list[str] = []  # every call that overran its time limit, however the package reacted
+        self.memory_exhausted = False  # a MemoryError reached a check: the checks left are skipped
         self._call: list | None = None  # [what, limit, interrupted] of the call in progress
         self._alarm_handler = self._on_alarm  # one bound method, so that "is it still ours" is an identity test
         self._cache: dict[Any, Any] = {}
@@ -282,10 +283,11 @@ def run_checks(ctx: Context, emit: Callable[[CheckResult], None], announce: Call
         if blocked:
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                                  evidence=[f"skipped: depends on {', '.join(blocked)}, which did not pass"])
-        elif len(ctx.limit_hits) >= HANG_LIMIT and chk.id != "runtime.resource_bounds":
+        elif (len(ctx.limit_hits) >= HANG_LIMIT or ctx.memory_exhausted) and chk.id != "runtime.resource_bounds":
+            what = "overran its time limit" if ctx.limit_hits else "exhausted the memory allowance"
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
-                                 evidence=[f"not run: the package's calls already overran their time limit "
-                                           f"{len(ctx.limit_hits)} times (see runtime.resource_bounds)"])
+                                 evidence=[f"not run: a call into the package already {what} (see "
+                                           "runtime.resource_bounds)"])
         elif chk.applies is not None and not chk.applies(ctx):
             emit(CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                              evidence=["not applicable to this kind of package"]))
@@ -316,6 +318,7 @@ def _run_one(chk: Check, ctx: Context) -> CheckResult:
         result.evidence = [describe_exception(exc, ctx)]
         if not isinstance(exc, StepTimeout):  # time-limit hits are recorded by Context.timed itself
             ctx.violations.append(f"{chk.id}: {result.evidence[0]}")
+        ctx.memory_exhausted = ctx.memory_exhausted or isinstance(exc, MemoryError)
         result.remediation = "keep every reset/step bounded in time and memory (see runtime.resource_bounds)"
         result.traceback = package_traceback(exc, ctx.root)
     except Exception as exc:  # package code raised: the package's bug, reported with its own frames

@@ -1,0 +1,122 @@
+"""The embedded designer on a fixed prompt set: family chosen, attempts, verdict, seconds, tokens/s and a
+mechanical fidelity score per prompt.
+
+    python benchmarks/designer_local.py                       # the 1.5B default model, every prompt
+    python benchmarks/designer_local.py --model qwen2.5-coder-0.5b --only irrigation_pumps,ci_failures
+
+The prompts, their expected family and their world terms are in benchmarks/designer_prompts.yaml, committed
+before any output was seen. The fidelity rubric (docs/designer.md), each point 0 or 1:
+
+- family: the designer chose the expected family;
+- terms: at least 2 of the prompt's world terms occur in the package's domain.yaml;
+- own world: no entity name (a key of a list, e.g. a component's name) and no text of 40+ characters of any
+  example domain shipped with openadapt (every family's examples and the seeds) occurs in it.
+
+A package is *faithful* when it validated and scored 3/3. Packages go to runs/designer_local/<model>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def foreign_material() -> tuple[set[str], set[str]]:
+    """Entity names and long texts of every example domain openadapt ships."""
+    from openadapt.families import all_families
+    from openadapt.families.domain import iter_texts
+
+    names, texts = set(), set()
+    for family in all_families():
+        keys = family.domain.KEYS
+        for example in family.examples():
+            domain = family.load_example(example)
+            for list_name, key in keys.items():
+                names.update(str(getattr(item, key)).lower() for item in getattr(domain, list_name))
+            texts.update(t for _, t in iter_texts(domain) if len(t) >= 40)
+    return names, texts
+
+
+def fidelity(domain_text: str, expected: str, chosen: str | None, terms: list[str], foreign: tuple[set, set]) -> dict:
+    lowered = domain_text.lower()
+    found = [t for t in terms if t.lower() in lowered]
+    words = set(re.findall(r"[a-z0-9][a-z0-9_.-]*", lowered))
+    names = sorted(n for n in foreign[0] if n in words)
+    texts = [t for t in foreign[1] if t in domain_text]
+    return {"family": int(chosen == expected), "terms": int(len(found) >= 2), "own_world": int(not names and not texts),
+            "terms_found": found, "foreign_names": names[:8], "foreign_texts": len(texts)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="catalogue id or .gguf path (default: the default model)")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default="", help="comma-separated prompt ids")
+    parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_local")
+    args = parser.parse_args()
+
+    from openadapt.designer.generate import GenerateRequest, generate
+    from openadapt.designer.local import LocalSettings
+    from openadapt.validator import Validator
+
+    prompts = yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())["prompts"]
+    if args.only:
+        wanted = set(args.only.split(","))
+        prompts = [p for p in prompts if p["id"] in wanted]
+    settings = {"seed": args.seed, **({"model": args.model} if args.model else {}),
+                **({"threads": args.threads} if args.threads else {})}
+    local = LocalSettings(**settings)
+    foreign = foreign_material()
+    out = args.out / (args.model or "default").replace("/", "_")
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with Validator() as validator:
+        for prompt in prompts:
+            started = time.monotonic()
+            result = generate(GenerateRequest(task=prompt["task"], name=prompt["id"], output_root=out, force=True,
+                                              local=local, max_attempts=args.max_attempts),
+                              progress=lambda phase, attempt, detail: print(f"  {phase} {attempt}: {detail}",
+                                                                            file=sys.stderr, flush=True),
+                              validator=validator)
+            seconds = time.monotonic() - started
+            p = result.provenance
+            choice = next((a.notes.get("choice") for a in p.attempts if a.notes.get("choice")), None) or {}
+            folder = result.path or result.failed_dir
+            domains = sorted(folder.rglob("domain.yaml")) if folder else []
+            text = domains[-1].read_text() if domains else ""
+            score = fidelity(text, prompt["family"], choice.get("family"), prompt["terms"], foreign)
+            speeds = [c["tokens_per_s"] for a in p.attempts for c in a.notes.get("completions", [])
+                      if c.get("tokens_per_s")]
+            row = {"id": prompt["id"], "expected": prompt["family"], "family": choice.get("family"),
+                   "attempts": len(p.attempts), "verdict": "pass" if result.ok else "fail",
+                   "seconds": round(seconds, 1), "tokens": p.usage.completion_tokens,
+                   "tokens_per_s": round(statistics.median(speeds), 1) if speeds else None,
+                   "fidelity": score["family"] + score["terms"] + score["own_world"],
+                   "faithful": result.ok and score["family"] + score["terms"] + score["own_world"] == 3,
+                   "detail": score, "reason": result.reason}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print(f"\n{'prompt':26} {'expected':15} {'chosen':15} att verdict  seconds tok/s fidelity")
+    for r in rows:
+        print(f"{r['id']:26} {r['expected']:15} {str(r['family']):15} {r['attempts']:>3} {r['verdict']:7} "
+              f"{r['seconds']:8.1f} {r['tokens_per_s'] or 0:5.1f} {r['fidelity']}/3")
+    validated = sum(r["verdict"] == "pass" for r in rows)
+    faithful = sum(r["faithful"] for r in rows)
+    median = statistics.median(r["seconds"] for r in rows) if rows else 0
+    print(f"\nvalidated {validated}/{len(rows)}; faithful {faithful}/{len(rows)}; median {median:.0f} s per package")
+
+
+if __name__ == "__main__":
+    main()
