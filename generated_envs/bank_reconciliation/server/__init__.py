@@ -1,0 +1,1 @@
+"""Server of the bank_reconciliation environment."""

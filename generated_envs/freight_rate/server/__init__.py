@@ -1,0 +1,1 @@
+"""Server of the freight_rate environment."""

@@ -1,0 +1,1 @@
+"""Server of the hospital_pharmacy environment."""

@@ -1,0 +1,1 @@
+"""Server of the it_service_desk environment."""

@@ -1,0 +1,1 @@
+"""Server of the warehouse_dock environment."""

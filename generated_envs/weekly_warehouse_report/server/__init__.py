@@ -1,0 +1,1 @@
+"""Server of the weekly_warehouse_report environment."""
