@@ -18,6 +18,15 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "generated_envs"
 
 
+@pytest.fixture(scope="module")
+def validator():
+    """The CLI's validator (20 episodes per check): tier separation measured on 6 episodes is noise."""
+    from openadapt.validator import Validator
+
+    with Validator("bwrap") as v:
+        yield v
+
+
 def committed() -> list[str]:
     listed = subprocess.run(["git", "ls-files", "generated_envs/*/provenance.json"], cwd=REPO, text=True,
                             capture_output=True, check=True).stdout.split()
@@ -57,8 +66,10 @@ def test_committed_example_regenerates_from_its_provenance(name, validator, tmp_
 
 @pytest.mark.parametrize("name", committed())
 def test_committed_example_is_mostly_its_domain(name):
+    """What a reviewer reads is the domain: the rest is the same rendered boilerplate in every package."""
     files = files_of(EXAMPLES / name)
     lines = {path: text.count("\n") for path, text in files.items()}
-    total = sum(lines.values())
-    assert total < 400, lines
-    assert lines.get("domain.yaml", 0) >= 0.5 * (total - lines.get(PROVENANCE_FILE, 0)), lines
+    content = sum(lines.values()) - lines.get(PROVENANCE_FILE, 0)
+    assert lines.get("domain.yaml", 0) >= 0.5 * content, lines
+    assert not [p for p in files if p.endswith(".py") and p not in ("__init__.py", "client.py", "server/__init__.py",
+                                                                     "server/app.py")], sorted(files)

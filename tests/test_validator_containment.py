@@ -253,6 +253,7 @@ import subprocess
 subprocess.Popen(["sleep", "987654"], start_new_session=True, stdout=subprocess.DEVNULL)
 """)
     report = run(validator, root, bound_s=10)
+    print(f"\n[setsid grandchild] validated in {report.timings['total_s']:.2f} s")
     assert report.timings["total_s"] < 10
     leftovers = [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).startswith("sleep 987654")]
     assert leftovers == []

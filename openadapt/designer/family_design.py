@@ -87,30 +87,32 @@ class Piece:
 
 @dataclass
 class Session:
-    """The conversation of one design: a fixed prefix, then one (instruction, answer) turn per written piece, in
-    the pieces' order. Writing pieces in order only ever appends, so the model's KV cache is reused; rewriting a
-    piece replaces its turn (the domain is in the conversation once, whatever the repairs)."""
+    """The conversation of one design: a fixed prefix, then the (instruction, answer) turns in the order they
+    were asked. It only ever grows, so every request reuses the model's KV cache for all that came before and
+    pays only for its own instruction; a rewritten piece is a new turn (the latest answer of a piece is the one
+    that counts). When the conversation nears the context window it is compacted to the latest answer of each
+    piece, in plan order (one re-evaluation, then growth again)."""
 
     backend: ChatBackend
     prefix: list[dict[str, str]]
     usage: Usage = field(default_factory=Usage)
     completions: list[dict[str, Any]] = field(default_factory=list)
-    turns: dict[str, tuple[str, str]] = field(default_factory=dict)  # piece path -> (instruction, answer)
+    turns: list[tuple[str | None, str, str]] = field(default_factory=list)  # (piece path, instruction, answer)
     order: list[str] = field(default_factory=list)  # the pieces' paths in plan order
+    budget_chars: int = 0  # compact beyond this many characters (0: from the backend's context window)
 
     @property
     def messages(self) -> list[dict[str, str]]:
         out = list(self.prefix)
-        for path in self.order:
-            if path in self.turns:
-                ask, answer = self.turns[path]
-                out += [{"role": "user", "content": ask}, {"role": "assistant", "content": answer}]
+        for _, ask, answer in self.turns:
+            out += [{"role": "user", "content": ask}, {"role": "assistant", "content": answer}]
         return out
 
     def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
             schema: dict[str, Any] | None = None) -> BaseModel:
-        """One constrained request; with `key`, the answer becomes (or replaces) that piece's turn."""
-        messages = [*self._without(key), {"role": "user", "content": instruction}]
+        """One constrained request; with `key`, the answer is kept as that piece's latest turn."""
+        self._compact_if_needed(len(instruction) + max_tokens * 4)
+        messages = [*self.messages, {"role": "user", "content": instruction}]
         schema = schema or _schema(model)
         completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens)
         self._record(completion)
@@ -124,17 +126,24 @@ class Session:
             self._record(completion)
             value = completion.parse_as(model)
         if key is not None:
-            self.turns[key] = (instruction, completion.text.strip())
+            self.turns.append((key, instruction, completion.text.strip()))
         return value
 
-    def _without(self, key: str | None) -> list[dict[str, str]]:
-        if key is None or key not in self.turns:
-            return self.messages
-        kept = self.turns.pop(key)
-        try:
-            return self.messages
-        finally:
-            self.turns[key] = kept
+    def forget(self) -> None:
+        """Drop every piece's turns (a whole new design starts from the prefix)."""
+        self.turns.clear()
+
+    def _compact_if_needed(self, extra_chars: int) -> None:
+        budget = self.budget_chars or int(0.75 * 3.2 * (self.backend.describe().n_ctx or 8192))
+        size = sum(len(m["content"]) for m in self.messages) + extra_chars
+        if size <= budget:
+            return
+        latest: dict[str, tuple[str | None, str, str]] = {}
+        for turn in self.turns:
+            if turn[0] is not None:
+                latest[turn[0]] = turn
+        rank = {path: i for i, path in enumerate(self.order)}
+        self.turns = sorted(latest.values(), key=lambda t: rank.get(t[0], len(rank)))
 
     def _record(self, completion: Completion) -> None:
         self.usage.add(completion.usage)
@@ -480,7 +489,7 @@ class FamilyDomainDesigner:
                 "\nWrite the domain again, so that these checks pass.")
         self._session.prefix = [*self._session.prefix[:3], {"role": "user", "content": note},
                                 {"role": "assistant", "content": "{\"ok\": true}"}]
-        self._session.turns.clear()
+        self._session.forget()
         for piece in self._pieces:
             piece.value = None
         for piece in self._pieces:

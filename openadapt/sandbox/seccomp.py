@@ -32,13 +32,22 @@ PTRACE_REQUESTS = {16: "PTRACE_ATTACH", 0x4206: "PTRACE_SEIZE", 0: "PTRACE_TRACE
 
 def _import_pyseccomp():
     """pyseccomp locates libseccomp with ctypes.util.find_library, which shells out to ldconfig; inside a
-    minimal sandbox that lookup can come back empty although the library is there, so fall back to the
-    libraries' standard sonames for the duration of the import."""
+    minimal sandbox that lookup can come back empty although the library is there (and it costs a subprocess),
+    so the libraries' standard sonames are tried first for the duration of the import."""
     import ctypes.util
 
     original = ctypes.util.find_library
     sonames = {"seccomp": "libseccomp.so.2", "c": "libc.so.6"}
-    ctypes.util.find_library = lambda name: original(name) or sonames.get(name)
+
+    def find(name: str) -> str | None:
+        soname = sonames.get(name)
+        if soname is not None:  # loadable by its soname: no ldconfig subprocess needed
+            with contextlib.suppress(OSError):
+                ctypes.CDLL(soname)
+                return soname
+        return original(name)
+
+    ctypes.util.find_library = find
     try:
         import pyseccomp
     finally:

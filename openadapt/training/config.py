@@ -120,11 +120,6 @@ class SolverSettings(BaseModel):
             raise ValueError("max_turns must be at least 1")
         return value
 
-    @field_validator("sandbox", mode="before")
-    @classmethod
-    def _sandbox(cls, value: Any) -> SandboxChoice:
-        return SandboxChoice.parse(value)
-
     @model_validator(mode="after")
     def _resolve(self) -> SolverSettings:
         tiny = self.is_tiny
