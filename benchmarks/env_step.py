@@ -80,13 +80,18 @@ def drive(reset: Callable[..., Any], step: Callable[[Any], Any], reset_kwargs: C
 
 
 # ---- incident triage ----------------------------------------------------------------------------------------
-def triage_actions(count: int, seed: int = 0) -> list[Any]:
-    from openadapt.seed_envs.incident_triage import TriageAction
-    from openadapt.seed_envs.incident_triage.server.catalogue import SERVICES
+def _triage():
+    from openadapt.envpkg.loader import load
 
-    pool = [TriageAction(tool=tool, service=service)
+    return load("seed:incident_triage")
+
+
+def triage_actions(count: int, seed: int = 0) -> list[Any]:
+    pkg = _triage()
+    services = [c.name for c in pkg.family.domain.components]
+    pool = [pkg.action_cls(tool=tool, component=service)
             for tool in ("inspect_logs", "query_metrics", "check_dependencies", "read_runbook")
-            for service in SERVICES]
+            for service in services]
     rng = random.Random(seed)
     return [rng.choice(pool) for _ in range(count)]
 
@@ -236,7 +241,7 @@ def serving(kinds: list[str], mode: str) -> Iterator[dict[str, str]]:
 
 # ---- the cases ----------------------------------------------------------------------------------------------
 def bench_triage_inprocess(args) -> Timings:
-    from openadapt.seed_envs.incident_triage.server.incident_triage_environment import IncidentTriageEnvironment
+    IncidentTriageEnvironment = _triage().env_cls  # noqa: N806  (the seed's bound environment class)
 
     env = IncidentTriageEnvironment()
     steps, resets = drive(env.reset, env.step, triage_reset_kwargs(args.eci),

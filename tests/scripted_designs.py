@@ -4,7 +4,8 @@ loopback chat-completions server."""
 from __future__ import annotations
 
 import json
-from openadapt.designer.prompting import EXEMPLAR, exemplar
+
+from openadapt.designer.prompting import exemplar
 
 NAME = "lock_game"
 ENV_FILE = "custom/environment.py"

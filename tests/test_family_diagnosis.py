@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from openadapt.envpkg.loader import SEEDS_DIR
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
+from openadapt.envpkg.loader import SEEDS_DIR
 
 COMPONENTS = {"correctness", "efficiency", "quality", "calibration", "penalty"}
 

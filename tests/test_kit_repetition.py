@@ -1,7 +1,7 @@
 import pytest
 
-from openadapt.kit import MALFORMED_KEY, ProgressLedger, RepeatRule, RepeatStreak, action_key
 from openadapt.families.report.models import ReportAction
+from openadapt.kit import MALFORMED_KEY, ProgressLedger, RepeatRule, RepeatStreak, action_key
 
 
 def test_first_repeats_are_free_then_the_penalty_grows_to_its_cap():

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from openadapt.training.pool import TextEnvPool
 from openadapt.sandbox.remote import RemoteEnvError
+from openadapt.training.pool import TextEnvPool
 
 FIXTURE = Path(__file__).parent / "fixtures" / "guess_env"
 SCRIPT = ['{"guess": 50}', "no idea", '{"guess": 25}', '```json\n{"guess": 75}\n```', '{"guess": 12}']

@@ -151,3 +151,19 @@ def test_held_out_evaluation_uses_the_context_the_run_trained_with(tmp_path):
 
     policy = ModelPolicy.from_run(tmp_path / "run")
     assert policy.context == "last"
+
+
+def test_train_turns_trains_on_a_seeded_subset_of_a_long_episodes_turns(tmp_path):
+    from openadapt.training.grpo import EnvironmentRollout
+    from openadapt.training.rollout import EpisodeTrace, TurnRow
+
+    trace = EpisodeTrace(seed=1, eci=1, prompt_ids=[1], rows=[TurnRow(prompt_ids=[k], completion_ids=[k])
+                                                               for k in range(6)])
+    rollout = EnvironmentRollout(make_config(tmp_path, train_turns=2, context="last"), None, None)
+    picked = rollout._trained_rows(trace, step=3, index=0)
+    assert len(picked) == 2 and picked == rollout._trained_rows(trace, step=3, index=0)  # same draw on a resume
+    assert [r.prompt_ids[0] for r in picked] == sorted(r.prompt_ids[0] for r in picked)  # in turn order
+    assert {tuple(r.prompt_ids) for s in range(20) for r in rollout._trained_rows(trace, s, 0)} == \
+        {(k,) for k in range(6)}  # every turn gets its turn
+    everything = EnvironmentRollout(make_config(tmp_path, context="last"), None, None)
+    assert everything._trained_rows(trace, 3, 0) == trace.rows

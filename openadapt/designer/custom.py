@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from openadapt.designer.base import Candidate, DesignerInfo
+from openadapt.designer.lint import tidy
 from openadapt.designer.reply import parse_reply
 from openadapt.envpkg.render import custom_package
 from openadapt.kit.eci import TIERS
@@ -95,7 +96,8 @@ def assemble(name: str, written: dict[str, str]) -> tuple[dict[str, str], list[s
         problems.append(f"ignored files outside custom/: {', '.join(stray)} (openadapt renders the boilerplate)")
     code = {p: t for p, t in written.items() if p.startswith("custom/")}
     files = custom_package(name, section, code, f"# {name}\n\n{readme}\n", tags=("openadapt", "generated", "custom"))
-    return files, problems
+    files, lint = tidy(files)
+    return files, problems + [f"lint (not fatal): {p}" for p in lint[:10]]
 
 
 class CustomDesigner:

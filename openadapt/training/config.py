@@ -82,6 +82,10 @@ class SolverSettings(BaseModel):
         "only (one sample per turn, each with its episode's advantage; valid where an observation carries "
         "everything the episode has shown, as openadapt's families' case files do). Default: tiny 'last', real "
         "models 'full'")
+    train_turns: int | None = Field(default=None, ge=1, description="context='last': the loss trains on at "
+                                    "most this many turns of an episode, drawn at random when it has more (the "
+                                    "same expected gradient for a fraction of the cost on long episodes); None: "
+                                    "every turn")
     temperature: float = Field(default=1.0, gt=0)
     beta: float | None = Field(default=None, ge=0, description="KL coefficient against the initial model (tiny "
                                "0.1: it keeps the warm-up's spread over tools; real models 0)")

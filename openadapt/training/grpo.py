@@ -14,6 +14,7 @@ passes to the reward function as keyword arguments. With `context="last"` the ba
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections import Counter
@@ -156,7 +157,7 @@ class EnvironmentRollout:
         batch: dict[str, Any] = {}
         if self.config.context == "last":
             batch["turn_rows"] = [(i, row.prompt_ids, row.completion_ids) for i, t in enumerate(traces)
-                                  for row in t.rows]
+                                  for row in self._trained_rows(t, step, i)]
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
         return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],
@@ -171,6 +172,17 @@ class EnvironmentRollout:
             "env_seed": [t.seed for t in traces],
             "turns": [len(t.turns) for t in traces],
         }
+
+
+    def _trained_rows(self, trace: EpisodeTrace, step: int, index: int) -> list[Any]:
+        """The turns of an episode the loss trains on: all, or `train_turns` of them drawn uniformly (seeded by
+        the step and the episode, so a resumed run draws the same)."""
+        limit = self.config.train_turns
+        if limit is None or len(trace.rows) <= limit:
+            return trace.rows
+        keep = sorted(random.Random(f"openadapt-turns:{self.config.seed}:{step}:{index}").sample(
+            range(len(trace.rows)), limit))
+        return [trace.rows[k] for k in keep]
 
 
 REWARD_QUANTUM = 2.0 ** -12
