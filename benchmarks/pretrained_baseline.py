@@ -70,14 +70,19 @@ class TransformersChat:
         return True
 
 
-def play(chat, env: LocalTextEnv, seed: int, eci: int) -> tuple[EpisodeResult, int, bool]:
+def play(chat, env: LocalTextEnv, seed: int, eci: int, repeats: int) -> tuple[EpisodeResult, int, bool]:
+    """One greedy episode. It stops early, unsolved, when the model has written the same reply `repeats` times in a
+    row (greedy decoding on an all-but-unchanged conversation keeps writing it: a loop, not a recovery) or the
+    conversation outgrows the context window."""
     step = env.reset(seed=seed, eci=eci)
     messages = [{"role": "system", "content": env.system_prompt()}, {"role": "user", "content": step.prompt}]
     total, turns, parsed = 0.0, 0, 0
+    replies: list[str] = []
     while not step.done:
-        if not chat.fits(messages):
-            break  # the conversation outgrew the context window: unsolved
+        if not chat.fits(messages) or (repeats and len(replies) >= repeats and len(set(replies[-repeats:])) == 1):
+            break
         reply = chat(messages)
+        replies.append(reply)
         step = env.step(reply)
         turns += 1
         parsed += step.parse_error is None
@@ -101,6 +106,9 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=160)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n-ctx", type=int, default=16384)
+    parser.add_argument("--stop-after-repeats", type=int, default=3, help="stop an episode (unsolved) after this "
+                        "many identical replies in a row (0: play to the environment's budget)")
+    parser.add_argument("--first-seed", type=int, default=EVAL_SEED_START)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
 
@@ -113,8 +121,8 @@ def main() -> None:
         for eci in parse_tiers(args.tiers):
             clock = time.monotonic()
             results, parsed, turns = [], 0, 0
-            for seed in range(EVAL_SEED_START, EVAL_SEED_START + args.episodes):
-                result, ok, _ = play(chat, env, seed, eci)
+            for seed in range(args.first_seed, args.first_seed + args.episodes):
+                result, ok, _ = play(chat, env, seed, eci, args.stop_after_repeats)
                 results.append(result)
                 parsed += ok
                 turns += result.steps

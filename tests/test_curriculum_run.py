@@ -70,7 +70,7 @@ def test_a_run_escalates_through_the_validator_and_reports(tmp_path):
     assert any("1" in counts for counts in replayed)  # earlier tiers are replayed after escalating
 
     report = subprocess.run([sys.executable, "-m", "openadapt.cli", "report", str(folder)], env=env(),
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     markdown = (folder / "report.md").read_text()
     assert "escalated" in markdown and "ECI 2" in markdown
@@ -99,7 +99,7 @@ def test_kill_9_at_random_points_then_resume(tmp_path):
         started = time.monotonic()
         if round_ == 0:  # while it runs, nobody else may use the directory
             wait_for_lock(folder, victim.pid)
-            second = run("--resume", str(folder), timeout=120)
+            second = run("--resume", str(folder), timeout=300)
             assert second.returncode == 1 and "in use" in second.stderr
         time.sleep(max(0.0, rng.uniform(3, 30) - (time.monotonic() - started)))
         os.killpg(victim.pid, signal.SIGKILL)  # the whole tree, like a power cut
@@ -116,17 +116,17 @@ def test_resume_refuses_another_source_and_a_corrupted_state(tmp_path):
     folder.mkdir()
     config = {"source": "seed:daily_report", "output": str(folder)}
     (folder / "curriculum.json").write_text(json.dumps(config))
-    other = run("seed:incident_triage", "--resume", str(folder), timeout=60)
+    other = run("seed:incident_triage", "--resume", str(folder), timeout=300)
     assert other.returncode == 2 and "holds a curriculum on 'seed:daily_report'" in other.stderr
     (folder / "state.json").write_text('{"run_id": "x", "sour')  # torn write, no checkpoint to fall back on
-    corrupted = run("--resume", str(folder), timeout=60)
+    corrupted = run("--resume", str(folder), timeout=300)
     assert corrupted.returncode == 1 and "corrupted" in corrupted.stderr
     assert (folder / "state.json").read_text() == '{"run_id": "x", "sour'  # evidence left as it was
 
 
 @pytest.mark.parametrize("source", ["runs/does-not-exist", "seed:nope"])
 def test_bad_sources_are_clear(tmp_path, source):
-    result = run(source, "--output", str(tmp_path / "run"), timeout=60)
+    result = run(source, "--output", str(tmp_path / "run"), timeout=300)
     assert result.returncode == 2 and ("no such package directory" in result.stderr or "unknown seed" in
                                        result.stderr)
 

@@ -39,9 +39,11 @@ class ScriptedModel:
         if title == "TaskMechanic":
             return {"world": "a Kubernetes cluster", "agent_does": "reads pod events and logs, then names the "
                     "broken workload and its fix.", "succeeds_when": "the workload is healthy again"}
-        if title == "FamilyFit":
-            name = re.search(r"family `(\w+)`", text).group(1)
-            return {"reason": f"scripted view of {name}", "fit": self.fits.get(name, 2)}
+        if title == "FamilyPick":
+            best = max(self.fits, key=self.fits.get) if self.fits else "none"
+            return {"reason": f"scripted: {best} models it", "family": best}
+        if title == "_Reason":
+            return {"reason": "scripted reason"}
         if (match := re.match(r"Your `([^`]+)` has problems", text)):
             return self.piece(match.group(1))
         if (match := re.match(r"First name the `(\w+)`", text)):
@@ -115,8 +117,8 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     assert result.ok, result.reason
     provenance = json.loads((result.path / "provenance.json").read_text())
     choice = provenance["attempts"][0]["notes"]["choice"]
-    assert choice["family"] == "diagnosis" and choice["fits"]["diagnosis"]["fit"] == 9
-    assert set(choice["fits"]) >= {"diagnosis", "workflow"}  # every family was scored, not keyword-matched
+    assert choice["family"] == "diagnosis" and choice["method"] == "constrained choice with a reason"
+    assert choice["reason"].startswith("scripted") and set(choice["scores"]) >= {"diagnosis", "workflow"}
     assert provenance["designer"]["family"] == "diagnosis@1"
     domain = (result.path / "domain.yaml").read_text()
     assert "kubectl_logs" in domain and "api-gateway" not in domain
@@ -164,16 +166,14 @@ def test_a_task_no_family_fits_is_a_clear_answer(llm, world):
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "poems", "Train an agent to compose sonnets",
                                     kind="openai-compatible")
     candidate = designer.design()
-    assert not candidate.usable and candidate.problems[0].startswith("no family fits the task (best: ")
+    assert not candidate.usable and candidate.problems[0].startswith("no family fits the task (scripted")
     assert designer.deterministic  # asking again would give the same answer: the loop stops
 
 
 def test_the_endpoint_falls_back_to_custom_mechanics_when_no_family_fits(llm, world, tmp_path, validator):
     from scripted_designs import design_reply
 
-    from openadapt.families import all_families
-
-    scripted, choice_requests = ScriptedModel(world, fits={}), 1 + len(all_families())  # mechanic + every score
+    scripted, choice_requests = ScriptedModel(world, fits={}), 2  # the family choice ('none'), the mechanic
 
     def respond(body: dict) -> Scripted:
         return scripted(body) if len(llm.requests) <= choice_requests else Scripted(design_reply())
@@ -185,3 +185,38 @@ def test_the_endpoint_falls_back_to_custom_mechanics_when_no_family_fits(llm, wo
     notes = result.provenance.attempts[0].notes
     assert notes["fallback"] == "custom mechanics" and notes["choice"]["family"] is None
     assert (result.path / "custom" / "environment.py").is_file()
+
+
+class PriorBiased:
+    """A backend whose next-token log-probabilities favour one name whatever the task (a small model's prior),
+    plus a real preference for the task's family: calibration must remove the first and keep the second."""
+
+    def __init__(self, prior: str, truth: str):
+        self.prior, self.truth = prior, truth
+
+    def option_logprobs(self, messages, options):
+        task = messages[-1]["content"]
+        return {o: (3.0 if o == self.prior else 0.0) + (1.0 if o == self.truth and "(no task" not in task else 0.0)
+                for o in options}
+
+    def describe(self):
+        from openadapt.designer.chat import BackendInfo
+
+        return BackendInfo(kind="local", model="prior-biased", n_ctx=8192)
+
+    def complete(self, messages, *, schema=None, max_tokens=None):
+        from openadapt.designer.chat import Completion
+
+        title = (schema or {}).get("title")
+        text = {"TaskMechanic": '{"world": "w", "agent_does": "d", "succeeds_when": "s"}'}.get(title, '{"reason": "r"}')
+        return Completion(text=text, finish_reason="stop")
+
+
+def test_local_choice_is_calibrated_against_a_content_free_task():
+    from openadapt.designer.family_design import choose_family
+    from openadapt.families import all_families
+
+    choice, _ = choose_family(PriorBiased(prior="querying", truth="scheduling"), "Book the operating rooms",
+                              all_families())
+    assert choice.family == "scheduling" and choice.method.startswith("calibrated")
+    assert choice.scores["scheduling"] == max(choice.scores.values())

@@ -3,7 +3,6 @@ domain validation naming the field, and a third, unrelated world run through the
 
 import copy
 import random
-import re
 
 import pytest
 
@@ -13,7 +12,7 @@ from openadapt.envpkg.loader import load, resolve
 from openadapt.families import get_family
 from openadapt.families.assessment.engine import MIN_QUOTE_CHARS
 from openadapt.families.assessment.policies import AssessmentOracle, CueHeuristic
-from openadapt.families.domain import DomainError, fill
+from openadapt.families.domain import DomainError, fill, template_pattern
 from openadapt.families.yamlio import read_domain_file
 
 FAMILY = get_family("assessment")
@@ -62,8 +61,7 @@ def _template_patterns(domain):
     for c in domain.criteria:
         texts += [t for f in c.features for t in f.snippets] + [t for lk in c.lookalikes for t in lk.snippets]
     texts += [t for r in domain.rules for t in r.triggers]
-    return [re.compile("^" + "".join(".+?" if part.startswith("{") else re.escape(part)
-                                     for part in re.split(r"(\{[a-z_]+\})", t)) + "$") for t in texts]
+    return [template_pattern(t, matches=".+?") for t in texts]
 
 
 # ---- the family and its examples ----------------------------------------------------------------------------
@@ -242,7 +240,7 @@ def test_noise_garbles_lines_only_from_eci_2(lab):
         for seed in range(40):
             env.reset(seed=seed, eci=eci)
             lines += [x.text for items in env.oracle_view().lines.values() for x in items]
-        return sum(not any(p.match(line) for p in patterns) for line in lines) / len(lines)
+        return sum(not any(p.fullmatch(line) for p in patterns) for line in lines) / len(lines)
 
     assert garbled_share(1) == 0.0
     assert 0.15 <= garbled_share(2) <= 0.45

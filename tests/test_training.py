@@ -16,12 +16,12 @@ pytest.importorskip("trl")
 
 from transformers import TrainerCallback  # noqa: E402
 
-from openadapt.envpkg.loader import load  # noqa: E402
-from openadapt.training.pool import TextEnvPool  # noqa: E402
 from openadapt.envpkg.evaluation import EVAL_SEED_START  # noqa: E402
+from openadapt.envpkg.loader import load  # noqa: E402
 from openadapt.training.config import TrainConfig  # noqa: E402
 from openadapt.training.envinfo import TrainingError  # noqa: E402
 from openadapt.training.episodes import EpisodeOutcome, training_seed  # noqa: E402
+from openadapt.training.pool import TextEnvPool  # noqa: E402
 from openadapt.training.rollout import EpisodeSpec, run_episodes  # noqa: E402
 from openadapt.training.rundir import RunDir  # noqa: E402
 from openadapt.training.solver import Solver  # noqa: E402

@@ -19,12 +19,13 @@ import pytest
 
 pytest.importorskip("trl")
 
+from test_training import SMALL, make_config  # noqa: E402
+
 from openadapt.training.config import TrainConfig, resumed_config  # noqa: E402
 from openadapt.training.errors import TrainingError  # noqa: E402
 from openadapt.training.progress import StepProgress, WarmupProgress, duration  # noqa: E402
 from openadapt.training.rundir import RunDir  # noqa: E402
 from openadapt.training.solver import Solver  # noqa: E402
-from test_training import SMALL, make_config  # noqa: E402
 
 
 def stored(path: Path, **overrides) -> TrainConfig:

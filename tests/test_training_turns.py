@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("trl")
 
 import torch  # noqa: E402
+from test_training import make_config, scripted  # noqa: E402
 
 from openadapt.envpkg.loader import load  # noqa: E402
 from openadapt.training.chat import first_messages, prompt_ids  # noqa: E402
@@ -19,7 +20,6 @@ from openadapt.training.pool import TextEnvPool  # noqa: E402
 from openadapt.training.rollout import EpisodeSpec, run_episodes  # noqa: E402
 from openadapt.training.rundir import RunDir  # noqa: E402
 from openadapt.training.solver import Solver  # noqa: E402
-from test_training import make_config, scripted  # noqa: E402
 
 
 def incident(seed: int, eci: int):

@@ -78,7 +78,8 @@ class Completion(BaseModel):
             raise ReplyError(f"the reply was cut off at the token limit after {self.usage.completion_tokens} "
                              "tokens: raise max_tokens or ask for less")
         try:
-            return model.model_validate(json.loads(self.text))
+            # strict=False: a raw tab or newline inside a string (some grammars let them through) is still text
+            return model.model_validate(_clean(json.loads(self.text, strict=False)))
         except json.JSONDecodeError as exc:
             raise ReplyError(f"the reply is not JSON ({exc.msg} at char {exc.pos})") from None
         except ValidationError as exc:
@@ -122,3 +123,14 @@ class ChatBackend(Protocol):
                  max_tokens: int | None = None) -> Completion: ...
 
     def describe(self) -> BackendInfo: ...
+
+
+def _clean(value):
+    """Control characters inside strings (a raw newline in a one-line field) become single spaces."""
+    if isinstance(value, str):
+        return " ".join(value.split()) if any(c in value for c in "\n\r\t") else value
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value

@@ -5,13 +5,15 @@ Small models do well on small, well-described pieces with a worked example, and 
 (docs/designer.md has the measurements). So:
 
 1. **The task's mechanic** (one constrained request): the world, what the agent does, what success means.
-2. **The family** (one constrained request per family, the same conversation prefix): a fit score 0-10 and a
-   reason for each family's own description; the best score wins (never a keyword count). Below
-   `MIN_FIT`, no family fits and the designer says so.
+2. **The family**: with the local model, the family name it is most likely to answer given a menu of every
+   family's description, calibrated against a content-free task (never a keyword count); with an endpoint, one
+   constrained choice among the families or `none`, with its reason. The choice, its scores and a reason are
+   recorded in provenance.
 3. **The domain, in pieces** (one growing conversation, so the model's KV cache is reused): the scalar fields
-   first, then each list one item at a time (`write a DIFFERENT one`, with the names already used), each piece
-   constrained by its own JSON schema, with one of the family's example domains (another world) as the worked
-   example.
+   first, then the keys of every keyed list (`Domain.KEYS`: the component names, the fault ids...), then each
+   list one item at a time, each piece constrained by its own JSON schema, its key fixed and its references
+   (`Domain.REFERENCES`) limited to keys that exist, with one of the family's example domains (another world) as
+   the worked example.
 4. **Checks and piece repair**: the family's schema and semantic checks, plus names or texts copied from the
    worked example, name the field paths that are wrong; exactly those pieces are asked for again, with the
    problems, before anything reaches the sandbox validator.
@@ -41,7 +43,6 @@ from openadapt.families.yamlio import dump_domain
 
 # The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
 ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
-MIN_FIT = 5  # a family scoring below this for a task is not a faithful home for it
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
 EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
 Progress = Callable[[str, int, str], None]
@@ -57,19 +58,21 @@ class TaskMechanic(BaseModel):
     succeeds_when: str = Field(max_length=300, description="what counts as success for the agent")
 
 
-class FamilyFit(BaseModel):
-    reason: str = Field(max_length=160, description="why this family does or does not model the task")
-    fit: int = Field(ge=0, le=10, description="0 = does not fit at all, 10 = models the task exactly")
+class FamilyPick(BaseModel):
+    reason: str = Field(max_length=200, description="why this family models the task (or why none does)")
+    family: str = Field(description="the family's name, or 'none'")
 
 
 class FamilyChoice(BaseModel):
     family: str | None
-    fits: dict[str, FamilyFit]
+    method: str  # how the choice was made (recorded in provenance)
+    scores: dict[str, float] = Field(default_factory=dict)  # per family, by `method`
+    reason: str = ""
     mechanic: TaskMechanic
 
     def note(self) -> dict[str, Any]:
-        return {"family": self.family, "mechanic": self.mechanic.model_dump(),
-                "fits": {name: f.model_dump() for name, f in self.fits.items()}}
+        return {"family": self.family, "method": self.method, "reason": self.reason,
+                "scores": {k: round(v, 3) for k, v in self.scores.items()}, "mechanic": self.mechanic.model_dump()}
 
 
 @dataclass
@@ -156,21 +159,65 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 # ---- 1-2: the mechanic and the family ---------------------------------------------------------------------------
+NULL_TASK = "(no task given)"  # the content-free input of contextual calibration
+_NULL_SCORES: dict[tuple[int, tuple[str, ...]], dict[str, float]] = {}
+
+
+def family_menu(families: list[Family], with_none: bool = False) -> str:
+    lines = [f"- {f.name}: {f.summary}. Fits: {f.fits}" for f in families]
+    if with_none:
+        lines.append("- none: no family above models the task")
+    return ("You design training environments for AI agents. Each environment uses one mechanics family:\n" +
+            "\n".join(lines) + "\nAnswer with one family name only.")
+
+
+def _pick_messages(menu: str, task: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": menu},
+            {"role": "user", "content": f"The task:\n> {task}\n\nWhich one family models this task faithfully?"}]
+
+
 def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tuple[FamilyChoice, Session]:
+    """The family for a task, and the session that described its mechanic.
+
+    With a backend that exposes next-token log-probabilities (the local model), the family is the name the
+    model is most likely to answer, calibrated against a content-free task (contextual calibration: a small
+    model's prior for some names would otherwise win whatever the task). Measured on the designer's 14-prompt
+    set with the 1.5B model: 13 of 14 right (uncalibrated 12; per-family 0-10 scores 5). Otherwise (an endpoint),
+    one constrained choice among the families or 'none', with its reason."""
+    names = [f.name for f in families]
+    scores: dict[str, float] = {}
+    reason = ""
+    if hasattr(backend, "option_logprobs"):
+        menu = family_menu(families)
+        raw = backend.option_logprobs(_pick_messages(menu, task), names)
+        key = (id(backend), tuple(names))
+        if key not in _NULL_SCORES:
+            _NULL_SCORES[key] = backend.option_logprobs(_pick_messages(menu, NULL_TASK), names)
+        scores = {n: raw[n] - _NULL_SCORES[key][n] for n in names}
+        chosen, method = max(scores, key=scores.get), "calibrated next-token log-probability of the family name"
+    else:
+        menu = family_menu(families, with_none=True)
+        enum = create_model("FamilyPick", __base__=FamilyPick,
+                            family=(typing.Literal[tuple(names + ["none"])], Field(description="the family")))
+        pick = Session(backend, [{"role": "system", "content": menu}]).ask(
+            f"The task:\n> {task}\n\nWhich one family models this task faithfully? Answer as JSON with `reason` "
+            "(one sentence) then `family` (a name above, or none).", enum, max_tokens=160)
+        chosen, method = (None if pick.family == "none" else pick.family), "constrained choice with a reason"
+        scores, reason = {n: float(n == pick.family) for n in names}, pick.reason
     session = Session(backend, [{"role": "system", "content": SYSTEM}], order=["mechanic"])
     mechanic = session.ask(
         f"The task:\n> {task}\n\nDescribe the core of this task as JSON: `world` (the setting in a few words), "
         "`agent_does` (what the agent does, in one sentence), `succeeds_when` (what counts as success).",
         TaskMechanic, max_tokens=220, key="mechanic")
-    fits: dict[str, FamilyFit] = {}
-    for family in families:
-        fits[family.name] = session.ask(
-            f"Candidate mechanics family `{family.name}`: {family.summary}. It fits {family.fits}.\n"
-            "Could this family model the task faithfully, with the task's own world and actions? Answer as JSON "
-            "with `reason` (one short sentence) then `fit` (0-10).", FamilyFit, max_tokens=120)
-    best = max(fits, key=lambda name: (fits[name].fit, -list(fits).index(name)))
-    chosen = best if fits[best].fit >= MIN_FIT else None
-    return FamilyChoice(family=chosen, fits=fits, mechanic=mechanic), session
+    if chosen is not None and not reason:
+        family = next(f for f in families if f.name == chosen)
+        reason = session.ask(f"In one sentence: why does the `{chosen}` family ({family.summary}) model this task?",
+                             _Reason, max_tokens=80).reason
+    return FamilyChoice(family=chosen, method=method, scores=scores, reason=reason, mechanic=mechanic), session
+
+
+class _Reason(BaseModel):
+    reason: str = Field(max_length=200)
 
 
 # ---- 3: the pieces ------------------------------------------------------------------------------------------------
@@ -466,9 +513,8 @@ class FamilyDomainDesigner:
         self.choice = choice
         notes = {"choice": choice.note()}
         if choice.family is None:
-            best = max(choice.fits.items(), key=lambda kv: kv[1].fit)
-            return Candidate(problems=[f"no family fits the task (best: {best[0]} at {best[1].fit}/10: "
-                                       f"{best[1].reason})"], usage=session.usage, notes=notes)
+            return Candidate(problems=[f"no family fits the task ({choice.reason})"], usage=session.usage,
+                             notes=notes)
         self._family = next(f for f in self.families if f.name == choice.family)
         self.info = self.info.model_copy(update={"family": self._family.ref})
         self._example = self._pick_example(self._family)

@@ -33,8 +33,12 @@ SEEDS_DIR = Path(__file__).resolve().parent.parent / "seed_envs"
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Family:
+    """One family, registered by its sub-package (`FAMILY = register_family(Family(...))`). The reward facts
+    default to the house rules most families keep: a reward in -0.5..1.0, solved at 0.95 or more, -0.1 for an
+    invalid or malformed action; a family declares only where it differs."""
+
     name: str
     version: int
     summary: str  # one line: what kind of task this family models (shown when a designer chooses a family)
@@ -45,11 +49,11 @@ class Family:
     oracle: type
     heuristic: type
     step_budget: dict[int, int]
-    reward_range: tuple[float, float]
-    solved_reward: float
-    invalid_action_reward: float
-    malformed_reward: float
     root: Path  # the family's folder: prompts/, examples/, README.md
+    reward_range: tuple[float, float] = (-0.5, 1.0)
+    solved_reward: float = 0.95
+    invalid_action_reward: float = -0.1
+    malformed_reward: float = -0.1
     tier_changes: dict[int, str] = field(default_factory=dict)  # what each tier changes, in this family's terms
     prompt_context: Any = None  # (domain) -> dict for the templates; default: {"domain": domain}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,8 +30,11 @@ PLACEHOLDER_WORDS = frozenset({
     "todo", "tbd", "lorem", "ipsum", "placeholder", "foo", "bar", "baz", "xxx", "example_name", "string",
     "entity_name", "name_here", "your_text", "sample_text", "insert", "here",
 })
-_IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+# An identifier the agent types into an action: the pattern of such fields (`Field(pattern=IDENT)`).
+IDENT = r"^[a-z][a-z0-9_]*$"
+_IDENT = re.compile(IDENT)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER_PARTS = re.compile(r"(\{[A-Za-z_][A-Za-z0-9_]*\})")  # split: the text between, and each placeholder
 
 
 class DomainProblem(BaseModel):
@@ -80,6 +83,19 @@ def fill(text: str, **values: Any) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), text)
 
 
+class DomainPart(BaseModel):
+    """The base of every nested model of a domain schema (a component, a fault, a set of tool names): like
+    `Domain` itself, it refuses unknown keys, is immutable once parsed and strips the whitespace around texts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+def name_field(default: str, what: str, example: str) -> Any:
+    """A field naming one of the agent's actions in this world (an identifier it types), with its default."""
+    return Field(default=default, pattern=IDENT, max_length=30,
+                 description=f"What {what} is called in this world, an identifier, e.g. '{example}'.")
+
+
 @dataclass(frozen=True)
 class Reference:
     """A field whose values must be values of another field: `source` is 'list.field' (every `field` of the
@@ -90,7 +106,7 @@ class Reference:
     later_only: bool = False
 
 
-class Domain(BaseModel):
+class Domain(DomainPart):
     """Fields every domain has; a family's schema subclasses this and adds its own.
 
     `KEYS` and `REFERENCES` tell a designer how the domain's parts refer to each other, so that it can write a
@@ -98,7 +114,6 @@ class Domain(BaseModel):
     reference is then impossible rather than a likely mistake of a small model. The semantic checks
     (`family_problems`) stay the authority."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
     KEYS: ClassVar[dict[str, str]] = {}  # list field -> its items' key field, e.g. {"components": "name"}
     REFERENCES: ClassVar[dict[str, Reference]] = {}  # 'list.field' -> Reference('list.key')
 
@@ -165,11 +180,15 @@ def duplicates(items: Iterable[Any], key: str, path: str) -> list[DomainProblem]
     return problems
 
 
+def _defined(known: set[str]) -> str:
+    return ", ".join(sorted(known)[:12]) or "none"
+
+
 def unknown_refs(values: Iterable[str], known: Iterable[str], path: str, what: str) -> list[DomainProblem]:
     """References (by name) to things the domain does not define."""
     known = set(known)
     return [DomainProblem(path=f"{path}[{i}]" if not path.endswith("]") else path,
-                          message=f"{value!r} is not a defined {what} (defined: {', '.join(sorted(known)[:12])})")
+                          message=f"{value!r} is not a defined {what} (defined: {_defined(known)})")
             for i, value in enumerate(values) if value not in known]
 
 
@@ -178,8 +197,7 @@ def unknown_ref(value: str, known: Iterable[str], path: str, what: str) -> list[
     known = set(known)
     if value in known:
         return []
-    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} "
-                          f"(defined: {', '.join(sorted(known)[:12])})")]
+    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} (defined: {_defined(known)})")]
 
 
 def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
@@ -195,14 +213,54 @@ def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
     return problems
 
 
-def template_pattern(template: str, capture: Iterable[str] = ()) -> re.Pattern[str]:
-    """A domain text with `{placeholders}` as a regex matching its filled-in lines: the names in `capture` become
-    groups (one word each), every other placeholder matches one word."""
-    capture = set(capture)
-    parts = re.split(r"(\{[A-Za-z_][A-Za-z0-9_]*\})", template)
-    body = "".join(("(\\S+)" if part[1:-1] in capture else "\\S+") if _PLACEHOLDER.fullmatch(part)
-                   else re.escape(part) for part in parts)
-    return re.compile(body)
+def names_differ(names: list[str], path: str, what: str) -> list[DomainProblem]:
+    """A set of names (e.g. what the actions are called) in which each must differ from the others."""
+    if len(set(names)) == len(names):
+        return []
+    return [DomainProblem(path=path, message=f"{what} must differ: {names}")]
+
+
+def dependency_cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    """The first cycle of a graph of names (node -> the nodes it depends on), as the path that closes it
+    (['a', 'b', 'a']), or None when it has none. Edges to nodes outside the graph are ignored."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, trail: list[str]) -> list[str] | None:
+        state[node] = 1
+        for dep in graph.get(node, []):
+            if state.get(dep) == 1:
+                return [*trail, node, dep]
+            if dep in graph and state.get(dep) is None and (cycle := visit(dep, [*trail, node])):
+                return cycle
+        state[node] = 2
+        return None
+
+    for name in graph:
+        if state.get(name) is None and (cycle := visit(name, [])):
+            return cycle
+    return None
+
+
+def template_pattern(template: str, capture: Iterable[str] | Mapping[str, str] = (), matches: str = r"\S+",
+                     flags: int = 0) -> re.Pattern[str]:
+    """A domain text with `{placeholders}` as a regex matching the lines `fill()` makes of it. Every placeholder
+    matches the pattern `matches` (one word by default); the names in `capture` (or a mapping of names to their
+    own patterns) become groups named after them, a repeat of one a back-reference to its first value."""
+    groups = capture if isinstance(capture, Mapping) else dict.fromkeys(capture, matches)
+    seen: set[str] = set()
+    body = ""
+    for part in _PLACEHOLDER_PARTS.split(template):
+        name = part[1:-1] if _PLACEHOLDER.fullmatch(part) else None
+        if name is None:
+            body += re.escape(part)
+        elif name not in groups:
+            body += matches
+        elif name in seen:
+            body += f"(?P={name})"
+        else:
+            body += f"(?P<{name}>{groups[name]})"
+            seen.add(name)
+    return re.compile(body, flags)
 
 
 def too_few(items: list[Any], minimum: int, path: str, why: str) -> list[DomainProblem]:
@@ -211,13 +269,19 @@ def too_few(items: list[Any], minimum: int, path: str, why: str) -> list[DomainP
     return [DomainProblem(path=path, message=f"has {len(items)} item(s); at least {minimum} are needed {why}")]
 
 
-def bad_placeholders(text: str, allowed: Iterable[str], path: str) -> list[DomainProblem]:
+def bad_placeholders(text: str, allowed: Iterable[str], path: str, required: Iterable[str] = ()) -> list[DomainProblem]:
+    """Placeholders of a domain text outside `allowed`, and (one problem) those of `required` it lacks."""
+    problems = []
     unknown = placeholders(text) - set(allowed)
-    if not unknown:
-        return []
-    shown = ", ".join("{" + u + "}" for u in sorted(unknown))
-    allowed_here = ", ".join("{" + a + "}" for a in sorted(allowed)) or "none"
-    return [DomainProblem(path=path, message=f"unknown placeholder(s) {shown}; allowed here: {allowed_here}")]
+    if unknown:
+        shown = ", ".join("{" + u + "}" for u in sorted(unknown))
+        allowed_here = ", ".join("{" + a + "}" for a in sorted(allowed)) or "none"
+        problems.append(DomainProblem(path=path, message=(
+            f"unknown placeholder(s) {shown}; allowed here: {allowed_here}")))
+    missing = [name for name in required if "{" + name + "}" not in text]
+    if missing:
+        problems.append(DomainProblem(path=path, message=f"must contain {', '.join('{' + m + '}' for m in missing)}"))
+    return problems
 
 
 def identifier_problems(values: Iterable[str], path: str, field: str | None = None) -> list[DomainProblem]:

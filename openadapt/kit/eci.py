@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
@@ -97,6 +97,15 @@ DEFAULT_PROFILES: dict[int, TierProfile] = {
 
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
+# How a poor scan misreads printed text (a character, or a pair of them, read as another; a space lost) and
+# printed figures (a digit read as the letter it resembles: the figure stays recognisable to a careful reader).
+OCR_PAIRS = {"rn": "m", "cl": "d", "vv": "w", "li": "h"}
+OCR_LETTERS = {
+    "l": "1", "I": "l", "o": "0", "O": "0", "e": "c", "a": "o", "s": "5", "S": "5", "B": "8", "g": "q", "m": "rn",
+    "h": "b", "t": "f", "u": "v", "i": "l", "n": "u", "c": "e", " ": "",
+}
+OCR_DIGITS = {"0": "O", "1": "l", "5": "S", "8": "B", "2": "Z", "6": "b"}
+
 
 class Perturber:
     """Seeded noise, withholding and distractor injection for one episode.
@@ -135,6 +144,27 @@ class Perturber:
         if len(words) <= keep_words + 1 or not self.chance(self.tier.noise):
             return text
         return " ".join(words[: self.rng.randint(keep_words, len(words) - 1)]) + " ...[truncated]"
+
+    def misread(self, text: str, errors: int = 1, rate: float = 1.0, chars: Mapping[str, str] = OCR_LETTERS,
+                pairs: Mapping[str, str] = OCR_PAIRS) -> str:
+        """With the tier's noise rate (times `rate`), `text` as a poor scan reads it: `errors` of its confusable
+        characters or pairs (`chars`, `pairs`: what each is misread as; pairs are tried first) misread."""
+        if not self.chance(self.tier.noise * rate):
+            return text
+        spots = [i for i in range(len(text)) if text[i] in chars or text[i:i + 2] in pairs]
+        if not spots:
+            return text
+        chosen = set(self.rng.sample(spots, min(errors, len(spots))))
+        out: list[str] = []
+        i = 0
+        while i < len(text):
+            if i in chosen and text[i:i + 2] in pairs:
+                out.append(pairs[text[i:i + 2]])
+                i += 2
+                continue
+            out.append(chars[text[i]] if i in chosen else text[i])
+            i += 1
+        return "".join(out)
 
     def missing(self, value: str, placeholder: str = "n/a") -> str:
         """With the tier's drop rate, report a field as missing."""

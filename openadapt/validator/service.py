@@ -186,8 +186,9 @@ class Validator:
         _sanitize(report, inside)
         if "duration_s" in reply:
             timings["checks_s"] = reply["duration_s"]
-        if reply.get("twin_wait_s"):
-            timings["twin_wait_s"] = reply["twin_wait_s"]
+        for key in ("twin_wait_s", "sweep_s"):  # where a slow validation spent its time, outside the checks
+            if reply.get(key):
+                timings[key] = reply[key]
         report.timings = timings
         return report
 
@@ -275,6 +276,12 @@ class Validator:
                                 + f"; {bound}")
         if memory.get("peak_rss_mb") is not None:
             check.measured.update(peak_rss_mb=memory["peak_rss_mb"], rss_growth_mb=memory.get("growth_mb"))
+            declared_memory = reply.get("declared_memory_mb")
+            grown = memory.get("growth_mb") or 0.0
+            said = any("memory grew by" in e for e in check.evidence)
+            if declared_memory and grown > declared_memory and not said:
+                problems.append(f"memory grew by {grown:.0f} MB (the kernel's count of the package's process), more "
+                                f"than the declared memory_mb {declared_memory}")
         if cgroup_hits:
             check.measured["cgroup_limit_hits"] = cgroup_hits
             for key, text in (("oom_kills", "the sandbox's cgroup memory limit: the kernel killed {n} process(es)"),

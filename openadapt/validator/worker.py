@@ -145,12 +145,19 @@ def _light_openenv() -> None:
         except (OSError, SyntaxError):
             tree = ast.Module(body=[], type_ignores=[])
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                for alias in node.names:
-                    if alias.name == "*":
-                        star.append(f"{name}.{node.module}")
-                    else:
-                        places[alias.asname or alias.name] = f"{name}.{node.module}"
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            if node.level == 1:
+                source = f"{name}.{node.module}"
+            elif node.level == 0 and node.module.startswith(name + "."):
+                source = node.module
+            else:
+                continue
+            for alias in node.names:
+                if alias.name == "*":
+                    star.append(source)
+                else:
+                    places[alias.asname or alias.name] = source
         module = types.ModuleType(name)
         module.__path__ = [str(folder)]
         module.__package__ = name
@@ -163,7 +170,7 @@ def _light_openenv() -> None:
             for other in star:
                 with contextlib.suppress(AttributeError, ImportError):
                     return getattr(importlib.import_module(other), attr)
-            for key in ("openenv.core.env_server", "openenv.core"):  # unknown: the real packages, slowly
+            for key in ("openenv.core.rubrics", "openenv.core.env_server", "openenv.core"):  # unknown: the real ones
                 if getattr(sys.modules.get(key), "_openadapt_stub", False):
                     del sys.modules[key]
             return getattr(importlib.import_module(name), attr)
@@ -172,8 +179,9 @@ def _light_openenv() -> None:
         module._openadapt_stub = True
         return module
 
-    sys.modules.setdefault("openenv.core", stub("openenv.core", root / "core"))
-    sys.modules.setdefault("openenv.core.env_server", stub("openenv.core.env_server", root / "core" / "env_server"))
+    for name, folder in (("openenv.core", root / "core"), ("openenv.core.env_server", root / "core" / "env_server"),
+                         ("openenv.core.rubrics", root / "core" / "rubrics")):  # rubrics: no LLM judge, no openai
+        sys.modules.setdefault(name, stub(name, folder))
 
 
 # ---- the child: confinement ---------------------------------------------------------------------------------
@@ -395,7 +403,7 @@ class Watch:
         self.status: tuple[int, object] | None = None
         self.done = False
         self.disk_peak, self._disk_sampled = 0, 0.0
-        self.swept = 0
+        self.swept, self.sweep_s = 0, 0.0
         self.violations: dict[tuple, dict] = {}
         self.listener = None
         self.fingerprint: dict | None = None
@@ -440,8 +448,12 @@ class Watch:
             self.status = self.reaper.wait(self.pid, 5.0)
         self._sample_disk(force=True)
         self._drain()  # what the child wrote before it ended, and what its leftovers write in the next moment
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)  # its process group at once (a fork bomb's copies), then the rest
         spare = {self.twin.pid} if self.twin is not None and self.twin.alive else set()
+        swept_at = time.monotonic()
         self.swept = _sweep(self.reaper, spare)
+        self.sweep_s = round(time.monotonic() - swept_at, 4)
         self._drain(deadline_s=0.0)
         for fd in (*self.fds.values(), self.pidfd):
             if fd is not None:
@@ -627,7 +639,7 @@ class Watch:
             "seccomp": self.setup.get("seccomp"), "seccomp_listener": self.setup.get("seccomp_listener", False),
             "rlimits": self.setup.get("rlimits", {}), "disk": disk, "memory": memory,
             "declared_memory_mb": self.setup.get("declared_memory_mb"),
-            "violations": list(self.violations.values()), "swept_processes": self.swept,
+            "violations": list(self.violations.values()), "swept_processes": self.swept, "sweep_s": self.sweep_s,
             "duration_s": round(time.monotonic() - self.started, 4), "completed": self.done,
         }
 

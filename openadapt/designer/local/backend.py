@@ -167,6 +167,11 @@ class LocalLLM:
             self._grammars[key] = _compile_schema(self._loaded.llama, schema)
         return self._grammars[key]
 
+    def option_logprobs(self, messages: list[Message], options: list[str]) -> dict[str, float]:
+        """log P(the reply begins with each option): see `_option_logprobs`."""
+        with self._loaded.lock:
+            return _option_logprobs(self._loaded.llama, messages, options)
+
     def complete(self, messages: list[Message], *, schema: dict | None = None,
                  max_tokens: int | None = None) -> Completion:
         import llama_cpp
@@ -207,6 +212,41 @@ class LocalLLM:
             prompt_tokens_per_s=round(evaluated / prompt_s, 2) if prompt_s > 0 else None,
             prompt_s=round(prompt_s, 3), cached_prompt_tokens=max(0, prompt_tokens - evaluated),
         )
+
+
+def _option_logprobs(llama: Any, messages: list[Message], options: list[str]) -> dict[str, float]:
+    """log P(the reply starts with each option) after `messages`, from the next-token logits: a reading of
+    the model's preference that sampling cannot skew. The prompt shares the KV cache with previous calls."""
+    import numpy as np
+    from llama_cpp import llama_chat_format
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise LocalLLMError("the model has no chat template: its preferences cannot be read")
+    eos = llama.detokenize([llama.token_eos()]).decode("utf-8", errors="ignore")
+    bos = llama.detokenize([llama.token_bos()]).decode("utf-8", errors="ignore")
+    prompt = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)(
+        messages=messages).prompt
+    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    if len(tokens) >= llama.n_ctx():
+        raise LocalLLMError(f"the prompt ({len(tokens)} tokens) does not fit the local model's context")
+    cached = 0
+    for a, b in zip(llama._input_ids[: llama.n_tokens], tokens[:-1], strict=False):
+        if a != b:
+            break
+        cached += 1
+    llama.n_tokens = cached
+    llama._ctx.kv_cache_seq_rm(-1, cached, -1)
+    llama.eval(tokens[cached:])
+    logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+    logits -= logits.max()
+    logprobs = logits - np.log(np.exp(logits).sum())
+    scores = {}
+    for option in options:
+        ids = {llama.tokenize(variant.encode("utf-8"), add_bos=False, special=False)[0]
+               for variant in (option, " " + option, option.capitalize(), " " + option.capitalize())}
+        scores[option] = float(np.logaddexp.reduce([logprobs[i] for i in ids]))
+    return scores
 
 
 def _compile_schema(llama: Any, schema: dict) -> Any:

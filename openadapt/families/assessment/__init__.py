@@ -32,10 +32,6 @@ FAMILY = register_family(Family(
     oracle=AssessmentOracle,
     heuristic=CueHeuristic,
     step_budget={1: 14, 2: 14, 3: 14, 4: 14, 5: 9},
-    reward_range=(-0.5, 1.0),
-    solved_reward=0.95,
-    invalid_action_reward=-0.1,
-    malformed_reward=-0.1,
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "one planted feature per criterion sets its level; clean text",

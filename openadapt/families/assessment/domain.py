@@ -14,18 +14,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
     duplicates,
+    names_differ,
     placeholders,
+    unknown_ref,
 )
 
-_ID = r"^[a-z][a-z0-9_]*$"
 # Every string inside a list is bounded too: a domain file is untrusted data.
 Passage = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=500)]
 Descriptor = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]
@@ -41,20 +44,8 @@ MIN_RULES = 2  # ECI 4 draws which rule is in force; another rule's trigger is p
 MIN_LEVELS_PER_CRITERION = 3  # the hidden true level must vary by seed, and leave room above it for strengths
 
 
-def _unknown(value: str, known: list[str] | dict, path: str, what: str) -> list[DomainProblem]:
-    """A reference (by id) at `path` to something the domain does not define."""
-    if value in known:
-        return []
-    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} (defined: "
-                          f"{', '.join(sorted(known)[:12]) or 'none'})")]
-
-
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class Section(_Item):
-    id: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
+class Section(DomainPart):
+    id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier of one section of the document, as the agent types it to read the section, e.g. "
         "'procedure', 'access_control'."))
     title: str = Field(min_length=3, max_length=80, description=(
@@ -67,8 +58,8 @@ class Section(_Item):
         "any feature's cue words."))
 
 
-class Feature(_Item):
-    id: str = Field(min_length=3, max_length=50, pattern=_ID, description=(
+class Feature(DomainPart):
+    id: str = Field(min_length=3, max_length=50, pattern=IDENT, description=(
         "Identifier of this strength or defect, unique in the domain, e.g. 'human_error_blamed', "
         "'mfa_vpn_only'."))
     label: str = Field(min_length=3, max_length=60, description=(
@@ -95,8 +86,8 @@ class Feature(_Item):
         "{placeholders}."))
 
 
-class Lookalike(_Item):
-    resembles: str = Field(min_length=3, max_length=50, pattern=_ID, description=(
+class Lookalike(DomainPart):
+    resembles: str = Field(min_length=3, max_length=50, pattern=IDENT, description=(
         "The id of a defect of this criterion that this passage looks like at a glance."))
     snippets: list[Passage] = Field(min_length=1, max_length=4, description=(
         "Passages that share that defect's cue words but are correct and acceptable on a careful reading (an "
@@ -104,12 +95,12 @@ class Lookalike(_Item):
         "point was reduced by titrating against a white tile.' They never change the grade. May use slots."))
 
 
-class Criterion(_Item):
-    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+class Criterion(DomainPart):
+    id: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "Identifier of one rubric criterion, as the agent types it when grading, e.g. 'error_analysis'."))
     name: str = Field(min_length=3, max_length=80, description=(
         "The criterion's name as printed in the rubric, e.g. 'Error analysis and discussion'."))
-    section: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
+    section: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "The id of the section in which this criterion is assessed (its evidence is planted there)."))
     descriptors: list[Descriptor] = Field(min_length=3, max_length=6, description=(
         "The rubric's level descriptors for this criterion, lowest level first, one per level of the scale; "
@@ -124,15 +115,15 @@ class Criterion(_Item):
         "Passages that look like one of this criterion's defects but are acceptable (distractors on ECI 3+)."))
 
 
-class Rule(_Item):
-    id: str = Field(min_length=3, max_length=50, pattern=_ID, description=(
+class Rule(DomainPart):
+    id: str = Field(min_length=3, max_length=50, pattern=IDENT, description=(
         "Identifier of a department-specific grading rule, e.g. 'stock_naoh_unstandardised'."))
-    criterion: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+    criterion: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "The id of the criterion whose level the rule caps."))
     cap: int = Field(ge=1, le=5, description=(
         "The highest level the criterion may get when the rule's trigger is in the document (below the top of "
         "the scale, and below a level that criterion's features can reach, so that the rule can bind)."))
-    section: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
+    section: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "The id of the section where the trigger passage appears."))
     triggers: list[Passage] = Field(min_length=2, max_length=4, description=(
         "Two to four alternative passages, in the author's voice, that look harmless under the public rubric "
@@ -145,27 +136,27 @@ class Rule(_Item):
         "at {cap} for {criterion}.'"))
 
 
-class Slot(_Item):
-    name: str = Field(min_length=2, max_length=30, pattern=_ID, description=(
+class Slot(DomainPart):
+    name: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "A placeholder that texts use as {name}, filled once per episode, e.g. 'student', 'sample'."))
     values: list[Value] = Field(min_length=2, max_length=12, description=(
         "Two to twelve values it takes, each fitting every text that uses it and any value of the other slots "
         "(they are drawn independently), e.g. ['malt vinegar', 'apple cider vinegar']."))
 
 
-class ToolNames(_Item):
+class ToolNames(DomainPart):
     """What the four actions are called in this world (each keeps its role in the mechanics)."""
 
-    read: str = Field(default="read_section", pattern=_ID, description="reads one section of the document")
-    request: str = Field(default="request_original", pattern=_ID, description=(
+    read: str = Field(default="read_section", pattern=IDENT, description="reads one section of the document")
+    request: str = Field(default="request_original", pattern=IDENT, description=(
         "asks for the original of a section missing from the agent's copy"))
-    guide: str = Field(default="read_guide", pattern=_ID, description=(
+    guide: str = Field(default="read_guide", pattern=IDENT, description=(
         "reads the grading guide (where department rules in force live)"))
-    submit: str = Field(default="submit_grades", pattern=_ID, description=(
+    submit: str = Field(default="submit_grades", pattern=IDENT, description=(
         "the final answer: one grade per criterion"))
 
 
-class Notices(_Item):
+class Notices(DomainPart):
     missing: str = Field(default="[{section}: these pages are missing from this copy of the document]",
                          min_length=10, max_length=200, description=(
         "What the agent's copy shows for a section lost in transmission or scanning; must contain {section} "
@@ -233,9 +224,7 @@ class AssessmentDomain(Domain):
         p += self._feature_duplicates()
         if len({s.lower() for s in self.scale}) != levels:
             p.append(DomainProblem(path="domain.scale", message=f"level names must differ: {self.scale}"))
-        tools = list(self.tools.model_dump().values())
-        if len(set(tools)) != len(tools):
-            p.append(DomainProblem(path="domain.tools", message=f"tool names must differ: {tools}"))
+        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
 
         p += bad_placeholders(self.header, slot_names, "domain.header")
         for i, section in enumerate(self.sections):
@@ -286,7 +275,7 @@ class AssessmentDomain(Domain):
     def _criterion_problems(self, i: int, c: Criterion, levels: int, slot_names: list[str],
                             section_ids: list[str]) -> list[DomainProblem]:
         at = f"domain.criteria[{i}]"
-        p = _unknown(c.section, section_ids, f"{at}.section", "section")
+        p = unknown_ref(c.section, section_ids, f"{at}.section", "section")
         if len(c.descriptors) != levels:
             p.append(DomainProblem(path=f"{at}.descriptors", message=(
                 f"has {len(c.descriptors)} descriptor(s); the scale has {levels} levels: write one per level, "
@@ -331,7 +320,7 @@ class AssessmentDomain(Domain):
         for j, lk in enumerate(c.lookalikes):
             lat = f"{at}.lookalikes[{j}]"
             if lk.resembles not in defects:
-                p += _unknown(lk.resembles, defects, f"{lat}.resembles", f"defect of criterion {c.id!r}")
+                p += unknown_ref(lk.resembles, defects, f"{lat}.resembles", f"defect of criterion {c.id!r}")
                 continue
             cues = defects[lk.resembles].cues
             for k, snippet in enumerate(lk.snippets):
@@ -344,8 +333,8 @@ class AssessmentDomain(Domain):
     def _rule_problems(self, i: int, rule: Rule, levels: int, slot_names: list[str], section_ids: list[str],
                        criterion_ids: list[str]) -> list[DomainProblem]:
         at = f"domain.rules[{i}]"
-        p = _unknown(rule.criterion, criterion_ids, f"{at}.criterion", "criterion")
-        p += _unknown(rule.section, section_ids, f"{at}.section", "section")
+        p = unknown_ref(rule.criterion, criterion_ids, f"{at}.criterion", "criterion")
+        p += unknown_ref(rule.section, section_ids, f"{at}.section", "section")
         p += bad_placeholders(rule.note, ("cap", "criterion"), f"{at}.note")
         if "{cap}" not in rule.note:
             p.append(DomainProblem(path=f"{at}.note", message="must state the cap with {cap}"))

@@ -25,9 +25,10 @@ from typing import Any, ClassVar
 
 from openadapt.families.assessment.domain import AssessmentDomain, Feature, Rule
 from openadapt.families.assessment.models import MAX_QUOTES
-from openadapt.families.assessment.ocr import ocr_corrupt, quotes_line, squash
+from openadapt.families.assessment.quotes import quotes_line, squash
 from openadapt.families.domain import fill, iter_texts
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
 from openadapt.kit.text import is_stuffed
 
 CONSTRAINT_RATE = 0.6  # hidden-constraint episodes whose rule in force binds (its trigger is in the document)
@@ -105,32 +106,30 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict = Verdict()
-        v = lambda name: (lambda action, outcome: getattr(self._verdict, name))  # noqa: E731
-        return RewardComponents(
-            RewardComponent("accuracy", 0.0, 0.50, v("accuracy"), "level per criterion: exact 1, off by one 0.3"),
-            RewardComponent("evidence", 0.0, 0.25, v("evidence"), "quotes of the deciding passage, as shown"),
-            RewardComponent("feedback", 0.0, 0.10, v("feedback"), "feedback per criterion: 6-150 words, its own"),
-            RewardComponent("efficiency", 0.0, 0.15, v("efficiency"), "steps beyond the shortest honest path"),
-            RewardComponent("penalty", -0.50, 0.0, v("penalty"), "invented quotes, stuffing, one level for all"),
+        return verdict_rubric(
+            lambda: self._verdict,
+            ("accuracy", 0.0, 0.50, "level per criterion: exact 1, off by one 0.3"),
+            ("evidence", 0.0, 0.25, "quotes of the deciding passage, as shown"),
+            ("feedback", 0.0, 0.10, "feedback per criterion: 6-150 words, its own"),
+            ("efficiency", 0.0, 0.15, "steps beyond the shortest honest path"),
+            ("penalty", -0.50, 0.0, "invented quotes, stuffing, one level for all"),
         )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
-    @classmethod
+    @per_domain
     def _index(cls) -> dict[str, Any]:
-        if "_indexed" not in cls.__dict__:
-            d = cls.domain
-            labels = [f.label for c in d.criteria for f in c.features]
-            ids = [f.id.replace("_", " ") for c in d.criteria for f in c.features]
-            cls._indexed = {
-                "titles": {s.id: s.title for s in d.sections},
-                "contents": [f"{s.id}: {s.title}" for s in d.sections],
-                "criteria": [c.id for c in d.criteria],
-                "graded": d.graded_sections(),
-                "stuffing": tuple(dict.fromkeys(t.lower() for t in [*labels, *ids])),
-                "showable": "\n".join(text for path, text in iter_texts(d) if not path.endswith(".label")).lower(),
-                "top": len(d.scale),
-            }
-        return cls._indexed
+        d = cls.domain
+        labels = [f.label for c in d.criteria for f in c.features]
+        ids = [f.id.replace("_", " ") for c in d.criteria for f in c.features]
+        return {
+            "titles": {s.id: s.title for s in d.sections},
+            "contents": [f"{s.id}: {s.title}" for s in d.sections],
+            "criteria": [c.id for c in d.criteria],
+            "graded": d.graded_sections(),
+            "stuffing": tuple(dict.fromkeys(t.lower() for t in [*labels, *ids])),
+            "showable": "\n".join(text for path, text in iter_texts(d) if not path.endswith(".label")).lower(),
+            "top": len(d.scale),
+        }
 
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:
@@ -181,8 +180,7 @@ class AssessmentEnvironment(OpenAdaptEnvironment):
         for items in lines.values():
             rng.shuffle(items)
             for item in items:
-                if p.chance(tier.noise):
-                    item.text = ocr_corrupt(item.text, rng, errors)
+                item.text = p.misread(item.text, errors)
 
         rule_note = None
         if rule is not None:

@@ -8,32 +8,31 @@ dependency health, runbook notes) and submits one diagnosis: the component, the 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
+    dependency_cycle,
     duplicates,
     identifier_problems,
+    names_differ,
     too_few,
 )
 
 # Placeholders the engine fills in log lines (besides {component}/{dependency} where stated).
 NUMBER_PLACEHOLDERS = ("n", "pct", "m", "build", "date")
-_Text = Field(min_length=3, max_length=300)
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class Component(_Item):
+class Component(DomainPart):
     name: str = Field(min_length=2, max_length=40, pattern=r"^[a-z0-9][a-z0-9_.-]*$", description=(
         "Identifier of one component of the system, as it appears in its logs, e.g. 'freezer-room-2', "
         "'checkout-service', 'node-7'. Lowercase, digits, '-', '_' or '.'."))
-    kind: str = Field(min_length=2, max_length=30, pattern=r"^[a-z][a-z0-9_]*$", description=(
+    kind: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "What sort of component this is, one word, e.g. 'compressor', 'evaporator', 'controller', 'app', 'datastore'. "
         "Faults name the kinds they can strike."))
     depends_on: list[str] = Field(default_factory=list, max_length=8, description=(
@@ -44,14 +43,14 @@ class Component(_Item):
         "north-field crew; serviced every spring'. It never names a fault."))
 
 
-class Metric(_Item):
-    name: str = Field(min_length=2, max_length=40, pattern=r"^[a-z][a-z0-9_]*$",
+class Metric(DomainPart):
+    name: str = Field(min_length=2, max_length=40, pattern=IDENT,
                       description="metric identifier with its unit, e.g. 'discharge_pressure_bar'")
     healthy: float = Field(description="its usual value when nothing is wrong")
     faulty: float = Field(description="its value when the fault is present (clearly different from healthy)")
 
 
-class Constraint(_Item):
+class Constraint(DomainPart):
     note: str = Field(min_length=20, max_length=300, description=(
         "A runbook note on the faulty component that makes the usual fix wrong, and says what to do instead, "
         "naming that fix in parentheses, e.g. 'runbook note: {component} feeds the greenhouse on a timer; do "
@@ -59,7 +58,7 @@ class Constraint(_Item):
     fix: str = Field(min_length=3, max_length=40, description="the fix the note calls for (an identifier)")
 
 
-class Fault(_Item):
+class Fault(DomainPart):
     id: str = Field(min_length=3, max_length=40, description=(
         "Identifier of the fault, specific to this world, e.g. 'frosted_evaporator_coil', 'refrigerant_leak'."))
     fix: str = Field(min_length=3, max_length=40, description=(
@@ -81,22 +80,22 @@ class Fault(_Item):
         "A hidden operational fact that, on harder tiers, makes the usual fix wrong for this episode."))
 
 
-class ToolNames(_Item):
+class ToolNames(DomainPart):
     """What the five actions are called in this world (each keeps its role in the mechanics)."""
 
-    logs: str = Field(default="inspect_logs", pattern=r"^[a-z][a-z0-9_]*$",
+    logs: str = Field(default="inspect_logs", pattern=IDENT,
                       description="reads a component's recent log lines")
-    metrics: str = Field(default="query_metrics", pattern=r"^[a-z][a-z0-9_]*$",
+    metrics: str = Field(default="query_metrics", pattern=IDENT,
                          description="reads a component's key readings")
-    dependencies: str = Field(default="check_dependencies", pattern=r"^[a-z][a-z0-9_]*$",
+    dependencies: str = Field(default="check_dependencies", pattern=IDENT,
                               description="health of everything a component relies on")
-    notes: str = Field(default="read_runbook", pattern=r"^[a-z][a-z0-9_]*$",
+    notes: str = Field(default="read_runbook", pattern=IDENT,
                        description="a component's runbook notes (where operational constraints live)")
-    diagnose: str = Field(default="diagnose_incident", pattern=r"^[a-z][a-z0-9_]*$",
+    diagnose: str = Field(default="diagnose_incident", pattern=IDENT,
                           description="the final answer: component, fault, fix")
 
 
-class DependencyStatus(_Item):
+class DependencyStatus(DomainPart):
     degraded: str = Field(default="degraded (errors rising, calls timing out)", max_length=120,
                           description="how a dependency on the failing path is reported")
     healthy: str = Field(default="healthy", max_length=120, description="how a sound dependency is reported")
@@ -207,9 +206,7 @@ class DiagnosisDomain(Domain):
         p += self._line_problems()
         p += too_few(list(dict.fromkeys(f.fix for f in self.faults)), 4, "domain.faults",
                      "distinct usual fixes, so that guessing a fix is not enough")
-        tools = list(self.tools.model_dump().values())
-        if len(set(tools)) != len(tools):
-            p.append(DomainProblem(path="domain.tools", message=f"tool names must differ: {tools}"))
+        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
         return p
 
     def _line_problems(self) -> list[DomainProblem]:
@@ -234,24 +231,11 @@ class DiagnosisDomain(Domain):
         return p
 
     def _cycle_problems(self) -> list[DomainProblem]:
-        graph = {c.name: [d for d in c.depends_on if d != c.name] for c in self.components}
-        state: dict[str, int] = {}
-
-        def visit(node: str, trail: list[str]) -> list[str] | None:
-            state[node] = 1
-            for dep in graph.get(node, []):
-                if state.get(dep) == 1:
-                    return [*trail, node, dep]
-                if dep in graph and state.get(dep) is None and (cycle := visit(dep, [*trail, node])):
-                    return cycle
-            state[node] = 2
-            return None
-
-        for name in graph:
-            if state.get(name) is None and (cycle := visit(name, [])):
-                return [DomainProblem(path="domain.components",
-                                      message=f"dependency cycle: {' -> '.join(cycle)} (dependencies must not loop)")]
-        return []
+        cycle = dependency_cycle({c.name: [d for d in c.depends_on if d != c.name] for c in self.components})
+        if cycle is None:
+            return []
+        return [DomainProblem(path="domain.components",
+                              message=f"dependency cycle: {' -> '.join(cycle)} (dependencies must not loop)")]
 
     # ---- facts the engine uses ---------------------------------------------------------------------------
     def _has_dependents(self, name: str) -> bool:

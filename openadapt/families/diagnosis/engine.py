@@ -15,7 +15,8 @@ from typing import Any, ClassVar
 
 from openadapt.families.diagnosis.domain import DiagnosisDomain, Fault
 from openadapt.families.domain import fill
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
 from openadapt.kit.text import grounded, is_stuffed
 
 CONSTRAINT_RATE = 0.6  # share of hidden-constraint-tier episodes whose usual fix is wrong
@@ -84,31 +85,29 @@ class DiagnosisEnvironment(OpenAdaptEnvironment):
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict = Verdict()
-        v = lambda name: (lambda action, outcome: getattr(self._verdict, name))  # noqa: E731
-        return RewardComponents(
-            RewardComponent("correctness", 0.0, 0.50, v("correctness"), "component 0.20, fault 0.20, fix 0.10"),
-            RewardComponent("efficiency", 0.0, 0.30, v("efficiency"), "steps beyond the shortest honest path"),
-            RewardComponent("quality", 0.0, 0.15, v("quality"), "observed supporting evidence and reasoning"),
-            RewardComponent("calibration", 0.0, 0.05, v("calibration"), "confidence matches the outcome"),
-            RewardComponent("penalty", -0.50, 0.0, v("penalty"), "stuffing, invented evidence, overconfidence"),
+        return verdict_rubric(
+            lambda: self._verdict,
+            ("correctness", 0.0, 0.50, "component 0.20, fault 0.20, fix 0.10"),
+            ("efficiency", 0.0, 0.30, "steps beyond the shortest honest path"),
+            ("quality", 0.0, 0.15, "observed supporting evidence and reasoning"),
+            ("calibration", 0.0, 0.05, "confidence matches the outcome"),
+            ("penalty", -0.50, 0.0, "stuffing, invented evidence, overconfidence"),
         )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
-    @classmethod
+    @per_domain
     def _index(cls) -> dict[str, Any]:
-        if "_indexed" not in cls.__dict__:
-            d = cls.domain
-            names = tuple(c.name for c in d.components)
-            cls._indexed = {
-                "names": names,
-                "topology": {c.name: tuple(c.depends_on) for c in d.components},
-                "kinds": {c.name: c.kind for c in d.components},
-                "notes": {c.name: c.note for c in d.components},
-                "dependents": {n: tuple(c.name for c in d.components if n in c.depends_on) for n in names},
-                "faults": {f.id: f for f in d.faults},
-                "stuffing": tuple(sorted({*(f.id for f in d.faults), *(f.id.replace("_", " ") for f in d.faults)})),
-            }
-        return cls._indexed
+        d = cls.domain
+        names = tuple(c.name for c in d.components)
+        return {
+            "names": names,
+            "topology": {c.name: tuple(c.depends_on) for c in d.components},
+            "kinds": {c.name: c.kind for c in d.components},
+            "notes": {c.name: c.note for c in d.components},
+            "dependents": {n: tuple(c.name for c in d.components if n in c.depends_on) for n in names},
+            "faults": {f.id: f for f in d.faults},
+            "stuffing": tuple(sorted({*(f.id for f in d.faults), *(f.id.replace("_", " ") for f in d.faults)})),
+        }
 
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:

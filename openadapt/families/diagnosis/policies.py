@@ -7,6 +7,7 @@ import re
 from functools import cached_property
 from typing import Any
 
+from openadapt.families.domain import template_pattern
 from openadapt.kit import Policy
 
 
@@ -54,10 +55,7 @@ class TelltaleHeuristic(Policy):
     @cached_property
     def _hop(self) -> re.Pattern[str]:
         """The first symptom line as a pattern that captures the dependency it names."""
-        parts = re.split(r"(\{[a-z_]+\})", self.domain.symptom_lines[0])
-        pattern = "".join("(\\S+)" if part == "{dependency}" else "\\S+" if part.startswith("{") and
-                          part.endswith("}") else re.escape(part) for part in parts)
-        return re.compile(pattern)
+        return template_pattern(self.domain.symptom_lines[0], capture=("dependency",))
 
     def _named(self, line: str, components: list[str]) -> str | None:
         """The first component a line names as a word of its own."""

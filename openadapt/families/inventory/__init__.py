@@ -41,9 +41,6 @@ FAMILY = register_family(Family(
     heuristic=FaceValueHeuristic,
     step_budget={1: 20, 2: 24, 3: 24, 4: 30, 5: 26},
     reward_range=(-0.1, 1.0),
-    solved_reward=0.95,
-    invalid_action_reward=-0.1,
-    malformed_reward=-0.1,
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "exact stock records and forecasts, catalogue lead times hold, deliveries on time",

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     bad_placeholders,
     duplicates,
+    name_field,
     too_few,
+    unknown_ref,
 )
 
-IDENT = r"^[a-z][a-z0-9_]*$"
 ITEMS_PER_EPISODE = 3  # items in play in one episode (one of them critical)
 MAX_DRIFT = 3  # periods a drifted lead time can grow by (ECI 5)
 MAX_SELLERS = 3  # suppliers per item (an honest planner reads each one's notices on ECI 4-5)
@@ -39,17 +42,7 @@ NOTICE_ALLOWED: tuple[str, ...] = ("supplier",)
 REASON_ALLOWED: tuple[str, ...] = ("location",)
 
 
-def _unknown(value: str, known, path: str, what: str) -> list[DomainProblem]:
-    """A reference by name to something the domain does not define (`unknown_refs` for a single field)."""
-    return [] if value in known else [DomainProblem(path=path, message=(
-        f"{value!r} is not a defined {what} (defined: {', '.join(sorted(known)[:12])})"))]
-
-
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class Item(_Item):
+class Item(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier the agent types to check or order this item, e.g. 'stretch_film_500mm', 'amoxicillin_500mg'."))
     name: str = Field(min_length=3, max_length=80, description=(
@@ -93,14 +86,14 @@ class Item(_Item):
         "position); 1 when the location counts units."))
 
 
-class PriceBreak(_Item):
+class PriceBreak(DomainPart):
     min_quantity: int = Field(ge=2, le=1000000, description=(
         "Order at least this many units (more than the minimum order and any smaller break), e.g. 200 ..."))
     unit_price: float = Field(gt=0, le=1000000, description=(
         "... and each unit costs this, below the list price and any smaller break's price, e.g. 2.95."))
 
 
-class Offer(_Item):
+class Offer(DomainPart):
     item: str = Field(min_length=2, max_length=40, pattern=IDENT, description="Id of the item this supplier sells.")
     unit_price: float = Field(gt=0, le=1000000, description="List price of one unit, in `currency`, e.g. 3.20.")
     min_order: int = Field(default=1, ge=1, le=1000000, description=(
@@ -110,7 +103,7 @@ class Offer(_Item):
         "quantities increasing and above the minimum order, prices falling and below the list price."))
 
 
-class Supplier(_Item):
+class Supplier(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier the agent types to order from this supplier or read its notices, e.g. 'northline_packaging'."))
     name: str = Field(min_length=2, max_length=60, description="Its trading name, e.g. 'Northline Packaging Ltd'.")
@@ -131,7 +124,7 @@ class Supplier(_Item):
         "use {supplier}."))
 
 
-class Location(_Item):
+class Location(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier of a storage location, e.g. 'bulk_racking', 'cold_room'."))
     name: str = Field(min_length=3, max_length=60, description="What staff call it, e.g. 'bulk racking, aisles 1-6'.")
@@ -143,7 +136,7 @@ class Location(_Item):
         "{location}."))
 
 
-class Texts(_Item):
+class Texts(DomainPart):
     drift_notices: list[Text] = Field(min_length=2, max_length=6, description=(
         "A supplier's notice that its real lead time has grown, with {supplier} (its name) and {days} (the new "
         "lead time, in periods); may use {old} (the catalogue lead time) and {period}, e.g. '{supplier}: port "
@@ -158,19 +151,14 @@ class Texts(_Item):
         "orders of {quantity} {unit} or more placed today.' The minimum is always far above what is needed."))
 
 
-def _tool(default: str, what: str, example: str):
-    return Field(default=default, pattern=IDENT, max_length=30,
-                 description=f"What {what} is called in this world, an identifier, e.g. '{example}'.")
-
-
-class ToolNames(_Item):
+class ToolNames(DomainPart):
     """What the five actions are called in this world (each keeps its role in the mechanics)."""
 
-    check: str = _tool("check_item", "a physical count of one item plus its full forecast", "cycle_count")
-    notices: str = _tool("read_notices", "reading one supplier's notice board", "read_supplier_bulletin")
-    order: str = _tool("place_order", "placing a purchase order (item, supplier, quantity)", "raise_po")
-    cancel: str = _tool("cancel_order", "cancelling an open purchase order", "cancel_po")
-    advance: str = _tool("advance", "ending the period(s) and moving time on", "close_day")
+    check: str = name_field("check_item", "a physical count of one item plus its full forecast", "cycle_count")
+    notices: str = name_field("read_notices", "reading one supplier's notice board", "read_supplier_bulletin")
+    order: str = name_field("place_order", "placing a purchase order (item, supplier, quantity)", "raise_po")
+    cancel: str = name_field("cancel_order", "cancelling an open purchase order", "cancel_po")
+    advance: str = name_field("advance", "ending the period(s) and moving time on", "close_day")
 
 
 class InventoryDomain(Domain):
@@ -214,7 +202,7 @@ class InventoryDomain(Domain):
         items = {item.id: item for item in self.items}
         for i, item in enumerate(self.items):
             at = f"domain.items[{i}]"
-            p += _unknown(item.location, locations, f"{at}.location", "location")
+            p += unknown_ref(item.location, locations, f"{at}.location", "location")
             low, high = item.demand
             if low > high:
                 p.append(DomainProblem(path=f"{at}.demand", message=f"low {low:g} is above high {high:g}"))
@@ -233,7 +221,7 @@ class InventoryDomain(Domain):
             for o, offer in enumerate(supplier.offers):
                 at = f"domain.suppliers[{s}].offers[{o}]"
                 if offer.item not in items:
-                    p += _unknown(offer.item, items, f"{at}.item", "item")
+                    p += unknown_ref(offer.item, items, f"{at}.item", "item")
                     continue
                 item = items[offer.item]
                 limit = MOQ_PERIODS * item.demand[1]
@@ -297,10 +285,7 @@ class InventoryDomain(Domain):
         for name, allowed, required in groups:
             for j, text in enumerate(getattr(self.texts, name)):
                 at = f"domain.texts.{name}[{j}]"
-                p += bad_placeholders(text, allowed, at)
-                missing = [r for r in required if "{" + r + "}" not in text]
-                if missing:
-                    p.append(DomainProblem(path=at, message="must use " + ", ".join("{" + m + "}" for m in missing)))
+                p += bad_placeholders(text, allowed, at, required=required)
         for i, location in enumerate(self.locations):
             for j, reason in enumerate(location.capacity_reasons):
                 p += bad_placeholders(reason, REASON_ALLOWED, f"domain.locations[{i}].capacity_reasons[{j}]")

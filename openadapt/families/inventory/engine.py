@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
+from openadapt.families.engine import per_domain, verdict_rubric
 from openadapt.families.inventory.domain import ITEMS_PER_EPISODE, MAX_DRIFT, InventoryDomain
 from openadapt.families.inventory.planner import Arrival, Belief, ItemBelief, Option, next_decision, plan_day
 from openadapt.families.inventory.world import Catalogue, Episode, Lot, Promo, Stock
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
 
 HORIZON = 12  # periods per episode
 COST_MARGIN = 0.15  # solved: total cost within 15% of the reference's ...
@@ -94,21 +95,15 @@ class InventoryEnvironment(OpenAdaptEnvironment):
     action_type: ClassVar[type]
 
     # ---- the domain, indexed once per class ---------------------------------------------------------------
-    @classmethod
+    @per_domain
     def catalogue(cls) -> Catalogue:
-        if "_catalogue" not in cls.__dict__:
-            cls._catalogue = Catalogue(cls.domain)
-        return cls._catalogue
+        return Catalogue(cls.domain)
 
     # ---- reward -------------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict: Verdict | None = None
-
-        def part(name: str):
-            return lambda action, outcome: getattr(self._score(), name)
-
-        return RewardComponents(*(RewardComponent(name, 0.0, weight, part(name), DESCRIPTIONS[name])
-                                  for name, weight in WEIGHTS.items()))
+        return verdict_rubric(self._score, *((name, 0.0, weight, DESCRIPTIONS[name])
+                                             for name, weight in WEIGHTS.items()))
 
     # ---- episode generation -------------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:

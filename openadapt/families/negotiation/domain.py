@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     bad_placeholders,
+    duplicate_values,
     duplicates,
     too_few,
+    unknown_ref,
 )
 
 # Action fields of the family's own; an issue id may not take one of these names (issues become action fields).
@@ -28,16 +32,11 @@ RESERVED_FIELDS = frozenset({"move", "question", "message", "metadata", "model_c
 MIN_GRID_POINTS = 20  # an issue needs at least this many grid steps between low and high (room to bargain)
 MAX_GRID_POINTS = 5000
 ZOPA_MARGIN = 0.10  # the counterpart's utility of the agent's strictest limits must exceed its reservation by this
-_IDENT = r"^[a-z][a-z0-9_]*$"
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]  # one sentence or two
 Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class HiddenConstraint(_Item):
+class HiddenConstraint(DomainPart):
     reveal: str = Field(min_length=15, max_length=300, description=(
         "What the counterpart says, when asked whether anything is fixed on its side, about a hard limit it has on "
         "this issue; must contain {value} (the engine fills in the bound, with its unit phrase), e.g. 'Our line "
@@ -47,8 +46,8 @@ class HiddenConstraint(_Item):
         "'Delivery that fast is simply not something we can commit to.' May use {counterpart}."))
 
 
-class Issue(_Item):
-    id: str = Field(min_length=2, max_length=30, pattern=_IDENT, description=(
+class Issue(DomainPart):
+    id: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Identifier of one term under negotiation; it becomes a field of the agent's offer, e.g. 'unit_price', "
         "'delivery_days', 'payment_days', 'base_salary'. Not one of: move, question, message, metadata."))
     label: str = Field(min_length=3, max_length=40, description=(
@@ -82,8 +81,8 @@ class Issue(_Item):
         "one. The engine draws the bound per episode."))
 
 
-class Persona(_Item):
-    id: str = Field(min_length=3, max_length=40, pattern=_IDENT, description=(
+class Persona(DomainPart):
+    id: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "Identifier of one kind of counterpart, e.g. 'margin_guardian', 'volume_chaser'."))
     description: str = Field(min_length=10, max_length=200, description=(
         "Who this counterpart is and how it bargains (for the docs; never shown to the agent), e.g. 'a sales "
@@ -108,7 +107,7 @@ class Persona(_Item):
         "discounts on list prices.' May use {counterpart}."))
 
 
-class Messages(_Item):
+class Messages(DomainPart):
     """The counterpart's replies. Placeholders: {counterpart} (its name), {offer} (its terms as a list of the
     issues' phrases: 'a unit price of 12.40 EUR, delivery within 21 days and payment 60 days net'), {subject}
     (what is being negotiated), and the ones each field names."""
@@ -146,21 +145,21 @@ class Messages(_Item):
         "away), e.g. 'I need to close this within the next {rounds} emails.'"))
 
 
-class MoveNames(_Item):
+class MoveNames(DomainPart):
     """What the four moves are called in this world (each keeps its role in the mechanics)."""
 
-    offer: str = Field(default="send_offer", pattern=_IDENT, description="propose full terms (every issue)")
-    ask: str = Field(default="ask_question", pattern=_IDENT, description="ask the counterpart a question")
-    accept: str = Field(default="accept_offer", pattern=_IDENT, description="accept its standing offer")
-    walk_away: str = Field(default="walk_away", pattern=_IDENT, description="end without a deal")
+    offer: str = Field(default="send_offer", pattern=IDENT, description="propose full terms (every issue)")
+    ask: str = Field(default="ask_question", pattern=IDENT, description="ask the counterpart a question")
+    accept: str = Field(default="accept_offer", pattern=IDENT, description="accept its standing offer")
+    walk_away: str = Field(default="walk_away", pattern=IDENT, description="end without a deal")
 
 
-class Question(_Item):
-    name: str = Field(min_length=3, max_length=30, pattern=_IDENT, description="identifier the agent types")
+class Question(DomainPart):
+    name: str = Field(min_length=3, max_length=30, pattern=IDENT, description="identifier the agent types")
     text: str = Field(min_length=10, max_length=200, description="the question as the agent's message reads")
 
 
-class Questions(_Item):
+class Questions(DomainPart):
     """The three questions the agent may ask (each costs a turn)."""
 
     priorities: Question = Field(default=Question(name="priorities", text="What matters most to you in this deal?"),
@@ -205,8 +204,8 @@ class NegotiationDomain(Domain):
         p += duplicates(self.issues, "id", "domain.issues")
         p += duplicates(self.issues, "label", "domain.issues")
         p += duplicates(self.personas, "id", "domain.personas")
-        p += _list_duplicates(self.counterparts, "domain.counterparts")
-        p += _list_duplicates(self.subjects, "domain.subjects")
+        p += duplicate_values(self.counterparts, "domain.counterparts")
+        p += duplicate_values(self.subjects, "domain.subjects")
         ids = [i.id for i in self.issues]
         for i, issue in enumerate(self.issues):
             p += self._issue_problems(i, issue)
@@ -272,9 +271,8 @@ class NegotiationDomain(Domain):
 
     def _persona_problems(self, i: int, persona: Persona, ids: list[str]) -> list[DomainProblem]:
         at, p = f"domain.personas[{i}]", []
-        keys = list(persona.weights)
-        p += [DomainProblem(path=f"{at}.weights.{k}", message=f"{k!r} is not a defined issue (defined: "
-                            f"{', '.join(ids)})") for k in keys if k not in ids]
+        for k in persona.weights:
+            p += unknown_ref(k, ids, f"{at}.weights.{k}", "issue")
         missing = [k for k in ids if k not in persona.weights]
         if missing:
             p.append(DomainProblem(path=f"{at}.weights", message=f"no weight for issue(s) {', '.join(missing)}: give "
@@ -304,19 +302,17 @@ class NegotiationDomain(Domain):
     def _message_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
         base = ("counterpart", "subject")
-        spec = {  # field: (allowed placeholders, required placeholder)
-            "opening": ((*base, "offer"), "offer"), "counter": ((*base, "offer"), "offer"),
-            "final": ((*base, "offer"), "offer"), "accept": ((*base, "offer"), "offer"),
-            "confirm": ((*base, "offer"), None), "insulted": (base, None), "walk_away": (base, None),
-            "anchors": ((*base, "issue", "value"), "value"), "priorities": ((*base, "top", "least"), "top"),
-            "no_constraints": (base, None), "timeline": ((*base, "rounds"), "rounds"),
+        spec = {  # field: (allowed placeholders, required ones)
+            "opening": ((*base, "offer"), ("offer",)), "counter": ((*base, "offer"), ("offer",)),
+            "final": ((*base, "offer"), ("offer",)), "accept": ((*base, "offer"), ("offer",)),
+            "confirm": ((*base, "offer"), ()), "insulted": (base, ()), "walk_away": (base, ()),
+            "anchors": ((*base, "issue", "value"), ("value",)), "priorities": ((*base, "top", "least"), ("top",)),
+            "no_constraints": (base, ()), "timeline": ((*base, "rounds"), ("rounds",)),
         }
         for name, (allowed, required) in spec.items():
             for j, line in enumerate(getattr(self.messages, name)):
                 path = f"domain.messages.{name}[{j}]"
-                p += bad_placeholders(line, allowed, path)
-                if required and "{" + required + "}" not in line:
-                    p.append(DomainProblem(path=path, message=f"must contain {{{required}}}"))
+                p += bad_placeholders(line, allowed, path, required=required)
         p += too_few(self.messages.final, 2, "domain.messages.final", "(ECI 3 bluffs 'final' offers: real and "
                      "bluffed ones must share their wording)")
         return p
@@ -349,17 +345,3 @@ def agent_value(issue: Issue, x: float) -> float:
     """Where `x` sits between the counterpart's best end (0) and the agent's best end (1) of the issue's range."""
     span = issue.high - issue.low
     return (issue.high - x) / span if issue.agent_prefers == "low" else (x - issue.low) / span
-
-
-def _list_duplicates(values: list[str], path: str) -> list[DomainProblem]:
-    seen: dict[str, int] = {}
-    out = []
-    for i, value in enumerate(values):
-        key = value.lower()
-        if key in seen:
-            out.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} repeats {path}[{seen[key]}]"))
-        else:
-            seen[key] = i
-    return out
-
-

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
+from openadapt.families.engine import per_domain, verdict_rubric
 from openadapt.families.negotiation.domain import (
     Issue,
     NegotiationDomain,
@@ -32,7 +33,7 @@ from openadapt.families.negotiation.domain import (
     decimals,
     issue_line,
 )
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
 
 CONCESSION_EXPONENT = {"boulware": 0.35, "linear": 1.0, "conceder": 2.5}
 TOUGHNESS = 0.6  # each level of tier depth multiplies the concession exponent by this (holds firm longer)
@@ -140,30 +141,28 @@ class NegotiationEnvironment(OpenAdaptEnvironment):
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict = Verdict()
-        v = lambda name: (lambda action, outcome: getattr(self._verdict, name))  # noqa: E731
-        return RewardComponents(
-            RewardComponent("deal", 0.0, DEAL, v("deal"), "0.80 x the share of the achievable gain over your "
-                            "limits that the deal captures (a justified walk-away when no deal is possible: 0.80)"),
-            RewardComponent("conduct", 0.0, CONDUCT, v("conduct"), "0.20 for meeting the bar (a deal worth at "
-                            "least 85% of the achievable gain, or walking away when no deal is possible, once told "
-                            "why), less 0.05 per insulting offer and per offer across its hard limit after the first"),
-            RewardComponent("penalty", BREACH, 0.0, v("penalty"), "-0.50 for a deal that breaks your limits"),
+        return verdict_rubric(
+            lambda: self._verdict,
+            ("deal", 0.0, DEAL, "0.80 x the share of the achievable gain over your limits that the deal captures "
+             "(a justified walk-away when no deal is possible: 0.80)"),
+            ("conduct", 0.0, CONDUCT, "0.20 for meeting the bar (a deal worth at least 85% of the achievable gain, "
+             "or walking away when no deal is possible, once told why), less 0.05 per insulting offer and per offer "
+             "across its hard limit after the first"),
+            ("penalty", BREACH, 0.0, "-0.50 for a deal that breaks your limits"),
         )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
-    @classmethod
+    @per_domain
     def _index(cls) -> dict[str, Any]:
-        if "_indexed" not in cls.__dict__:
-            d = cls.domain
-            cls._indexed = {
-                "issues": {i.id: i for i in d.issues},
-                "ids": tuple(i.id for i in d.issues),
-                "grid": {i.id: i.step / (i.high - i.low) for i in d.issues},
-                "decimals": {i.id: decimals(i.step) for i in d.issues},
-                "questions": {q.name: role for role, q in ((r, getattr(d.questions, r)) for r in
-                                                          ("priorities", "constraints", "timeline"))},
-            }
-        return cls._indexed
+        d = cls.domain
+        return {
+            "issues": {i.id: i for i in d.issues},
+            "ids": tuple(i.id for i in d.issues),
+            "grid": {i.id: i.step / (i.high - i.low) for i in d.issues},
+            "decimals": {i.id: decimals(i.step) for i in d.issues},
+            "questions": {q.name: role for role, q in ((r, getattr(d.questions, r)) for r in
+                                                      ("priorities", "constraints", "timeline"))},
+        }
 
     # ---- value helpers ----------------------------------------------------------------------------------
     def _v(self, issue_id: str, x: float) -> float:

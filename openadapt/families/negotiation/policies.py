@@ -7,6 +7,7 @@ import re
 from functools import cached_property
 from typing import Any
 
+from openadapt.families.domain import template_pattern
 from openadapt.kit import Policy
 
 
@@ -36,13 +37,6 @@ class NegotiationOracle(Policy):
         return make(move=d.moves.offer, message="This is the package we can sign today.", **cp.best_offer)
 
 
-def _pattern(template: str) -> re.Pattern[str]:
-    """A domain template as a pattern: its fixed text, with anything in place of its placeholders."""
-    parts = re.split(r"(\{[a-z_]+\})", template)
-    return re.compile("".join(".*?" if part.startswith("{") and part.endswith("}") else re.escape(part)
-                              for part in parts), re.DOTALL)
-
-
 class FaceValueHeuristic(Policy):
     """What a shallow negotiator does: it takes everything at face value. It asks for its briefing's targets
     (the midpoint between its limit and its best where no target was set) and holds them. It accepts the
@@ -60,12 +54,12 @@ class FaceValueHeuristic(Policy):
 
     @cached_property
     def _finals(self) -> list[re.Pattern[str]]:
-        return [_pattern(t) for t in self.domain.messages.final]
+        return [template_pattern(t, matches=".*?", flags=re.DOTALL) for t in self.domain.messages.final]
 
     @cached_property
     def _refusals(self) -> list[re.Pattern[str]]:
         texts = [*self.domain.messages.insulted, *(i.constraint.hint for i in self.domain.issues if i.constraint)]
-        return [_pattern(t) for t in texts]
+        return [template_pattern(t, matches=".*?", flags=re.DOTALL) for t in texts]
 
     def _better_or_equal(self, issue: Any, x: float, y: float) -> bool:
         return x <= y + 1e-9 if issue.agent_prefers == "low" else x >= y - 1e-9

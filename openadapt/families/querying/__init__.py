@@ -42,10 +42,6 @@ FAMILY = register_family(Family(
     oracle=QueryingOracle,
     heuristic=DocumentedSchemaHeuristic,
     step_budget={1: 10, 2: 10, 3: 10, 4: 10, 5: 6},
-    reward_range=(-0.5, 1.0),
-    solved_reward=0.95,
-    invalid_action_reward=-0.1,
-    malformed_reward=-0.1,
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "the live schema is the documented one; full comments and foreign keys",

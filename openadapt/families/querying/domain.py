@@ -14,17 +14,21 @@ import datetime as dt
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import Field, model_serializer
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     bad_placeholders,
+    dependency_cycle,
+    duplicate_values,
     duplicates,
     too_few,
+    unknown_ref,
 )
 
-IDENT = r"^[a-z][a-z0-9_]*$"
 MAX_QUESTION_TABLES = 3  # tables one reference query may read (the T5 budget covers describing them all)
 MAX_RESULT_ROWS = 60
 MAX_RESULT_COLUMNS = 6
@@ -53,11 +57,7 @@ SQL_KEYWORDS = frozenset({
 _Ident = dict(min_length=2, max_length=40, pattern=IDENT)
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class UnitChange(_Item):
+class UnitChange(DomainPart):
     """The column is stored in another unit after a migration (a hidden constraint on ECI 4-5)."""
 
     name: str = Field(**_Ident, description=(
@@ -71,7 +71,7 @@ class UnitChange(_Item):
         "euro cents (integer) since the 2024 pricing-service migration.'"))
 
 
-class Decoy(_Item):
+class Decoy(DomainPart):
     """A plausible-looking column beside the real one that must not be used (a distractor on ECI 3-5)."""
 
     name: str = Field(**_Ident, description=(
@@ -86,7 +86,7 @@ class Decoy(_Item):
         "price is {live}.'"))
 
 
-class Column(_Item):
+class Column(DomainPart):
     name: str = Field(**_Ident, description=(
         "Column name as documented, a lowercase identifier, e.g. 'order_date', 'unit_price'."))
     type: Literal["integer", "real", "text", "date"] = Field(description=(
@@ -141,7 +141,7 @@ KIND_FIELDS = {"key": (), "ref": ("ref",), "choice": ("choices", "weights", "uni
 GENERATOR_FIELDS = frozenset(f for fields in KIND_FIELDS.values() for f in fields)
 
 
-class SoftDelete(_Item):
+class SoftDelete(DomainPart):
     """Rows kept but marked deleted, to be excluded by every query (a hidden constraint on ECI 4-5)."""
 
     column: str = Field(**_Ident, description=(
@@ -154,7 +154,7 @@ class SoftDelete(_Item):
         "deleted_at set; voided orders are not sales.' May use {table} and {column}."))
 
 
-class Split(_Item):
+class Split(DomainPart):
     """Some columns moved to a side table joined by a key (a hidden constraint on ECI 4-5)."""
 
     table: str = Field(**_Ident, description="The side table's name, e.g. 'customer_addresses'.")
@@ -169,7 +169,7 @@ class Split(_Item):
         "The side table's own comment, e.g. 'Postal address of each customer account.'"))
 
 
-class Stale(_Item):
+class Stale(DomainPart):
     """A stale copy of the table left behind by a migration (a distractor on ECI 3-5)."""
 
     names: list[str] = Field(min_length=1, max_length=3, description=(
@@ -180,7 +180,7 @@ class Stale(_Item):
         "the 2024 billing migration; not updated since. Live orders are in {live}.'"))
 
 
-class Table(_Item):
+class Table(DomainPart):
     name: str = Field(**_Ident, description="Table name as documented, e.g. 'orders', 'appointments'.")
     comment: str = Field(min_length=10, max_length=240, description=(
         "What one row is, in this world's words, e.g. 'One row per customer order placed through any "
@@ -196,7 +196,7 @@ class Table(_Item):
     stale: Stale | None = Field(default=None, description="Optional distractor: a stale copy of the table.")
 
 
-class Slot(_Item):
+class Slot(DomainPart):
     name: str = Field(**_Ident, description="Placeholder name used as {name} in the question and its SQL.")
     table: str | None = Field(default=None, max_length=40, description=(
         "The documented table whose column fills the slot, e.g. 'customers'; or leave empty and give `values`."))
@@ -209,7 +209,7 @@ class Slot(_Item):
         "the SQL unquoted, others as quoted strings."))
 
 
-class Question(_Item):
+class Question(DomainPart):
     id: str = Field(**_Ident, description="Identifier of the question template, e.g. 'revenue_by_category'.")
     text: str = Field(min_length=15, max_length=300, description=(
         "The business question as a user would ask it, with {slot} placeholders, e.g. 'What was the net "
@@ -319,8 +319,7 @@ class QueryingDomain(Domain):
             if col.ref is None:
                 p.append(DomainProblem(path=f"{at}.ref", message="a 'ref' column must name the table it refers to"))
             elif col.ref not in tables:
-                p.append(DomainProblem(path=f"{at}.ref", message=(
-                    f"{col.ref!r} is not a defined table (defined: {', '.join(sorted(tables))})")))
+                p += unknown_ref(col.ref, tables, f"{at}.ref", "table")
             elif col.ref == table.name:
                 p.append(DomainProblem(path=f"{at}.ref", message="a table cannot refer to itself"))
         elif col.ref is not None:
@@ -329,7 +328,7 @@ class QueryingDomain(Domain):
             if len(col.choices) < 2:
                 p.append(DomainProblem(path=f"{at}.choices", message=(
                     f"has {len(col.choices)} value(s); a 'choice' column needs at least 2 for seed variation")))
-            p += duplicates([_Named(name=c) for c in col.choices], "name", f"{at}.choices")
+            p += duplicate_values(col.choices, f"{at}.choices")
             for k, choice in enumerate(col.choices):
                 if not 1 <= len(choice) <= 60:
                     p.append(DomainProblem(path=f"{at}.choices[{k}]", message="must be 1 to 60 characters"))
@@ -417,24 +416,11 @@ class QueryingDomain(Domain):
         return p
 
     def _cycle_problems(self) -> list[DomainProblem]:
-        graph = {t.name: [c.ref for c in t.columns if c.kind == "ref" and c.ref] for t in self.tables}
-        state: dict[str, int] = {}
-
-        def visit(node: str, trail: list[str]) -> list[str] | None:
-            state[node] = 1
-            for dep in graph.get(node, []):
-                if state.get(dep) == 1:
-                    return [*trail, node, dep]
-                if dep in graph and state.get(dep) is None and (cycle := visit(dep, [*trail, node])):
-                    return cycle
-            state[node] = 2
-            return None
-
-        for name in graph:
-            if state.get(name) is None and (cycle := visit(name, [])):
-                return [DomainProblem(path="domain.tables", message=(
-                    f"foreign-key cycle: {' -> '.join(cycle)} (tables are generated parents first)"))]
-        return []
+        cycle = dependency_cycle({t.name: [c.ref for c in t.columns if c.kind == "ref" and c.ref] for t in self.tables})
+        if cycle is None:
+            return []
+        return [DomainProblem(path="domain.tables", message=(
+            f"foreign-key cycle: {' -> '.join(cycle)} (tables are generated parents first)"))]
 
     def _question_text_problems(self, i: int, q: Question) -> list[DomainProblem]:
         at, p = f"domain.questions[{i}]", []
@@ -453,8 +439,7 @@ class QueryingDomain(Domain):
             if slot.column is not None:
                 table, column = slot.table, slot.column
                 if table not in {t.name for t in self.tables}:
-                    p.append(DomainProblem(path=f"{sat}.table", message=(
-                        f"{table!r} is not a defined table (defined: {', '.join(t.name for t in self.tables)})")))
+                    p += unknown_ref(table, [t.name for t in self.tables], f"{sat}.table", "table")
                     continue
                 col = next((c for c in self.table(table).columns if c.name == column), None)
                 if col is None:
@@ -497,10 +482,6 @@ class QueryingDomain(Domain):
                      "kinds of hidden constraint among soft_delete, unit and split, so that ECI 4-5 do not always "
                      "hide the same trick")
         return p
-
-
-class _Named(BaseModel):
-    name: str
 
 
 def _date(text: str | None) -> dt.date | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
+from openadapt.families.engine import per_domain, verdict_rubric
 from openadapt.families.querying.database import (
     MAX_RESULT_ROWS,
     ORDER_SENSITIVE,
@@ -40,7 +41,7 @@ from openadapt.families.querying.database import (
     sandbox,
 )
 from openadapt.families.querying.domain import QueryingDomain, Question
-from openadapt.kit import OpenAdaptEnvironment, Outcome, QueryRejected, RewardComponent, RewardComponents, TierProfile
+from openadapt.kit import OpenAdaptEnvironment, Outcome, QueryRejected, RewardComponents, TierProfile
 
 TOOLS = ("list_tables", "describe_table", "run_query", "submit_answer")
 QUESTION_TRIES = 24
@@ -86,22 +87,20 @@ class QueryingEnvironment(OpenAdaptEnvironment):
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict = Verdict()
-        v = lambda name: (lambda action, outcome: getattr(self._verdict, name))  # noqa: E731
-        return RewardComponents(
-            RewardComponent("correctness", 0.0, 0.60, v("correctness"), "the answer's result matches the reference"),
-            RewardComponent("efficiency", 0.0, 0.20, v("efficiency"), "solved, with few steps beyond the honest path"),
-            RewardComponent("grounding", 0.0, 0.20, v("grounding"),
-                            "share of the tables the answer reads that were inspected first (described or queried)"),
-            RewardComponent("penalty", -0.20, 0.0, v("penalty"), "the answer reads a stale table or a decoy column"),
+        return verdict_rubric(
+            lambda: self._verdict,
+            ("correctness", 0.0, 0.60, "the answer's result matches the reference"),
+            ("efficiency", 0.0, 0.20, "solved, with few steps beyond the honest path"),
+            ("grounding", 0.0, 0.20,
+             "share of the tables the answer reads that were inspected first (described or queried)"),
+            ("penalty", -0.20, 0.0, "the answer reads a stale table or a decoy column"),
         )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
-    @classmethod
+    @per_domain
     def question_reads(cls) -> dict[str, dict[str, list[str]]]:
         """What each question's reference query reads (public: it follows from the documented schema)."""
-        if "_reads" not in cls.__dict__:
-            cls._reads = {q.id: question_reads(cls.domain, q) for q in cls.domain.questions}
-        return cls._reads
+        return {q.id: question_reads(cls.domain, q) for q in cls.domain.questions}
 
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:

@@ -7,6 +7,7 @@ import difflib
 import re
 from typing import Any
 
+from openadapt.families.domain import template_pattern
 from openadapt.families.querying.database import RENAMED, adapter_sql, key_column, render_sql
 from openadapt.families.querying.domain import QueryingDomain, Question
 from openadapt.kit import Policy
@@ -36,15 +37,8 @@ class QueryingOracle(Policy):
 def match_question(domain: QueryingDomain, text: str) -> tuple[Question, dict[str, str]] | None:
     """The question template a question's text was filled from, and its slot values."""
     for question in domain.questions:
-        pattern, seen = "", set()
-        for part in re.split(r"(\{[A-Za-z_][A-Za-z0-9_]*\})", question.text):
-            name = part[1:-1] if part.startswith("{") and part.endswith("}") else None
-            if name and name in {s.name for s in question.slots}:
-                pattern += f"(?P={name})" if name in seen else f"(?P<{name}>.+?)"
-                seen.add(name)
-            else:
-                pattern += re.escape(part)
-        found = re.fullmatch(pattern, text, re.DOTALL)
+        slots = dict.fromkeys((s.name for s in question.slots), ".+?")
+        found = template_pattern(question.text, capture=slots, flags=re.DOTALL).fullmatch(text)
         if found:
             return question, found.groupdict()
     return None

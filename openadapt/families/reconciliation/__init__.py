@@ -33,10 +33,6 @@ FAMILY = register_family(Family(
     oracle=ReconciliationOracle,
     heuristic=MatchingHeuristic,
     step_budget={1: 24, 2: 24, 3: 24, 4: 24, 5: 22},
-    reward_range=(-0.5, 1.0),
-    solved_reward=0.95,
-    invalid_action_reward=-0.1,
-    malformed_reward=-0.1,
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "clean records: every reference printed, parties under their master-data names, figures exact; 1-2 "

@@ -21,18 +21,21 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
     duplicates,
+    names_differ,
     too_few,
+    unknown_ref,
     unknown_refs,
 )
 
@@ -41,18 +44,13 @@ NUMERIC_ROLES = ("quantity", "unit_price", "amount")
 MAX_LAG_DAYS = 5
 LATE_DAYS = 3  # a `late` omission is dated in the last LATE_DAYS days of the period
 MIN_MARGIN = 0.005  # planted variances sit at least this far (relative) from every tolerance boundary
-_ID = r"^[a-z][a-z0-9_]*$"
 # Strings inside lists: bounded like every other field (domain files are untrusted data).
 Ref = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=40)]
 Memo = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=200)]
 Alias = Annotated[str, StringConstraints(strip_whitespace=True, min_length=2, max_length=60)]
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class Column(_Item):
+class Column(DomainPart):
     role: Role = Field(description=(
         "What this column holds: 'reference' (the matching key the sources share, e.g. the PO number), 'party' "
         "(the counterparty), 'item' (what was bought or what kind of transaction it is), 'quantity', "
@@ -65,8 +63,8 @@ class Column(_Item):
         "source's listing. Keep the columns that matching needs (reference, party, amount, date) listed."))
 
 
-class Source(_Item):
-    name: str = Field(min_length=2, max_length=24, pattern=_ID, description=(
+class Source(DomainPart):
+    name: str = Field(min_length=2, max_length=24, pattern=IDENT, description=(
         "Identifier of the source, as the agent types it, e.g. 'invoice', 'goods_receipt', 'bank_statement'."))
     noun: str = Field(min_length=3, max_length=50, description=(
         "What one record of this source is called, singular, e.g. 'supplier invoice', 'goods receipt note', "
@@ -120,8 +118,8 @@ class Source(_Item):
         return column is not None and not column.detail
 
 
-class Party(_Item):
-    id: str = Field(min_length=2, max_length=40, pattern=_ID, description=(
+class Party(DomainPart):
+    id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier of the counterparty, as the agent types it to read its terms, e.g. 'nordic_steel'."))
     name: str = Field(min_length=2, max_length=60, pattern=r"^[^|:\n]+$", description=(
         "The party's name as records show it, e.g. 'Nordic Steel AB', 'Harbour Bank plc'."))
@@ -137,8 +135,8 @@ class Party(_Item):
         "deliveries DAP Gothenburg; account manager Eva Lind'. Never a discrepancy rule."))
 
 
-class ItemSpec(_Item):
-    id: str = Field(min_length=2, max_length=24, pattern=_ID, description=(
+class ItemSpec(DomainPart):
+    id: str = Field(min_length=2, max_length=24, pattern=IDENT, description=(
         "Short identifier other fields use to refer to this item, e.g. 'steel_plate_10', 'customer_cheque'."))
     name: str = Field(min_length=2, max_length=60, pattern=r"^[^|:\n]+$", description=(
         "What is transacted, as records show it, e.g. 'Hot-rolled steel plate 10 mm', 'Supplier payment by "
@@ -165,16 +163,16 @@ class ItemSpec(_Item):
         return value
 
 
-class Resolution(_Item):
-    id: str = Field(min_length=3, max_length=24, pattern=_ID, description=(
+class Resolution(DomainPart):
+    id: str = Field(min_length=3, max_length=24, pattern=IDENT, description=(
         "Identifier of the action that settles a discrepancy, e.g. 'request_credit_note', 'post_bank_charge'."))
     description: str = Field(min_length=10, max_length=200, description=(
         "What the resolution does, for the agent's manual, e.g. 'ask the supplier for a credit note for the "
         "overbilled amount and hold the invoice until it arrives'."))
 
 
-class Discrepancy(_Item):
-    id: str = Field(min_length=3, max_length=24, pattern=_ID, description=(
+class Discrepancy(DomainPart):
+    id: str = Field(min_length=3, max_length=24, pattern=IDENT, description=(
         "The classification label the agent flags, e.g. 'price_variance', 'short_delivery', "
         "'outstanding_cheque'."))
     description: str = Field(min_length=15, max_length=240, description=(
@@ -211,8 +209,8 @@ class Discrepancy(_Item):
         "The id of its usual resolution (one of `resolutions`), e.g. 'request_credit_note'."))
 
 
-class Policy(_Item):
-    id: str = Field(min_length=3, max_length=40, pattern=_ID, description=(
+class Policy(DomainPart):
+    id: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "Identifier of a party-specific rule, e.g. 'backorder_agreement'."))
     applies_to: str = Field(min_length=3, max_length=40, description="the id of the discrepancy type it changes")
     note: str = Field(min_length=30, max_length=300, description=(
@@ -233,18 +231,18 @@ class Policy(_Item):
         return self
 
 
-class ToolNames(_Item):
+class ToolNames(DomainPart):
     """What the six actions are called in this world (each keeps its role in the mechanics)."""
 
-    listing: str = Field(default="list_records", pattern=_ID, description="lists every record of one source")
-    inspect: str = Field(default="inspect_record", pattern=_ID,
+    listing: str = Field(default="list_records", pattern=IDENT, description="lists every record of one source")
+    inspect: str = Field(default="inspect_record", pattern=IDENT,
                          description="opens one record: all its columns and its memo")
-    terms: str = Field(default="read_terms", pattern=_ID,
+    terms: str = Field(default="read_terms", pattern=IDENT,
                        description="reads one party's terms (where party-specific rules live)")
-    flag: str = Field(default="flag_discrepancy", pattern=_ID,
+    flag: str = Field(default="flag_discrepancy", pattern=IDENT,
                       description="records a finding: record, discrepancy type, resolution")
-    unflag: str = Field(default="withdraw_flag", pattern=_ID, description="withdraws the finding on a record")
-    submit: str = Field(default="submit_reconciliation", pattern=_ID,
+    unflag: str = Field(default="withdraw_flag", pattern=IDENT, description="withdraws the finding on a record")
+    submit: str = Field(default="submit_reconciliation", pattern=IDENT,
                         description="ends the episode; the findings are scored")
 
 
@@ -354,9 +352,7 @@ class ReconciliationDomain(Domain):
         p += self._discrepancy_problems()
         p += self._policy_problems()
         p += self._variety_problems()
-        tools = list(self.tools.model_dump().values())
-        if len(set(tools)) != len(tools):
-            p.append(DomainProblem(path="domain.tools", message=f"tool names must differ: {tools}"))
+        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
         return p
 
     def _source_problems(self) -> list[DomainProblem]:
@@ -421,14 +417,14 @@ class ReconciliationDomain(Domain):
         items = [i.id for i in self.items]
         for i, d in enumerate(self.discrepancies):
             at = f"domain.discrepancies[{i}]"
-            p += _unknown(d.resolution, resolutions, f"{at}.resolution", "resolution")
+            p += unknown_ref(d.resolution, resolutions, f"{at}.resolution", "resolution")
             p += unknown_refs(d.items, items, f"{at}.items", "item id")
-            p += _unknown(d.flag, sources, f"{at}.flag", "source")
+            p += unknown_ref(d.flag, sources, f"{at}.flag", "source")
             if d.mechanism == "omit":
                 p += unknown_refs(d.missing_from, sources, f"{at}.missing_from", "source")
                 p += self._omit_problems(d, at, sources)
             else:
-                p += _unknown(d.source, sources, f"{at}.source", "source")
+                p += unknown_ref(d.source, sources, f"{at}.source", "source")
                 if d.source in sources:
                     p += self._planted_problems(d, at, sources)
             if d.items and not self.eligible_pairs(d):
@@ -525,13 +521,13 @@ class ReconciliationDomain(Domain):
         resolutions = [r.id for r in self.resolutions]
         for i, rule in enumerate(self.policies):
             at = f"domain.policies[{i}]"
-            p += _unknown(rule.applies_to, kinds, f"{at}.applies_to", "discrepancy type")
+            p += unknown_ref(rule.applies_to, kinds, f"{at}.applies_to", "discrepancy type")
             p += bad_placeholders(rule.note, ("party", "tolerance"), f"{at}.note")
             if "{party}" not in rule.note:
                 p.append(DomainProblem(path=f"{at}.note", message="must name the party with {party}"))
             d = kinds.get(rule.applies_to)
             if rule.resolution:
-                p += _unknown(rule.resolution, resolutions, f"{at}.resolution", "resolution")
+                p += unknown_ref(rule.resolution, resolutions, f"{at}.resolution", "resolution")
                 if d is not None and rule.resolution == d.resolution:
                     p.append(DomainProblem(path=f"{at}.resolution", message="must differ from the usual resolution "
                                            f"of {d.id!r} (the rule makes it wrong)"))
@@ -580,14 +576,6 @@ class ReconciliationDomain(Domain):
             p.append(DomainProblem(path="domain.sources", message=(
                 "noisy tiers (ECI 2+) misread the figures of scanned records: at least one source needs ocr: true")))
         return p
-
-
-def _unknown(value: str, known: Iterable[str], path: str, what: str) -> list[DomainProblem]:
-    """A single reference (not a list) to something the domain does not define."""
-    known = sorted(set(known))
-    if value in known:
-        return []
-    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} (defined: {', '.join(known[:12])})")]
 
 
 def pct(value: float) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
+from openadapt.families.engine import per_domain, verdict_rubric
 from openadapt.families.reconciliation.domain import (
     LATE_DAYS,
     MAX_LAG_DAYS,
@@ -36,7 +37,8 @@ from openadapt.families.reconciliation.domain import (
     Source,
     pct,
 )
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
+from openadapt.kit.eci import OCR_DIGITS
 
 CONSTRAINT_RATE = 0.6  # share of hidden-constraint-tier episodes in which one party's terms carry a rule
 OCR_RATE = 0.5  # x tier.noise: chance a figure of a scanned source is misread
@@ -45,7 +47,7 @@ DROP_RATE = 0.5  # x tier.drop: chance a droppable record's reference is left em
 MAX_FINDINGS = 12
 DUPLICATE_GAP = (3, 9)  # days after the original that a duplicate copy is dated
 SPLIT_GAP = (1, 5)
-OCR_MISREADS = {"0": "O", "1": "l", "5": "S", "8": "B", "2": "Z", "6": "b"}
+OCR_MISREADS = OCR_DIGITS  # a scanned figure: a digit read as the letter it resembles ('S' for '5')
 # A shift changes one figure; the record's other figures still agree with the other sources (the amount follows a
 # changed quantity or unit price, so only an amount shift leaves both of them agreeing).
 OTHER_FIGURES = {"quantity": ("unit_price",), "unit_price": ("quantity",), "amount": ("quantity", "unit_price")}
@@ -222,14 +224,6 @@ def rule_lines(domain: ReconciliationDomain) -> list[str]:
     return lines
 
 
-def _ocr(text: str, rng: random.Random) -> str:
-    spots = [i for i, ch in enumerate(text) if ch in OCR_MISREADS]
-    if not spots:
-        return text
-    i = rng.choice(spots)
-    return text[:i] + OCR_MISREADS[text[i]] + text[i + 1:]
-
-
 class ReconciliationEnvironment(OpenAdaptEnvironment):
     domain: ClassVar[ReconciliationDomain]
     observation_type: ClassVar[type]
@@ -238,36 +232,32 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict = Verdict()
-        v = lambda name: (lambda action, outcome: getattr(self._verdict, name))  # noqa: E731
-        return RewardComponents(
-            RewardComponent("detection", 0.0, 0.40, v("detection"), "share of planted discrepancies flagged on "
-                            "the right record"),
-            RewardComponent("classification", 0.0, 0.20, v("classification"), "share flagged with the right type"),
-            RewardComponent("resolution", 0.0, 0.25, v("resolution"), "share flagged with the right resolution"),
-            RewardComponent("efficiency", 0.0, 0.15, v("efficiency"), "correctness x precision x steps beyond "
-                            "the shortest honest path"),
-            RewardComponent("penalty", -0.50, 0.0, v("penalty"), "-0.15 per false flag"),
+        return verdict_rubric(
+            lambda: self._verdict,
+            ("detection", 0.0, 0.40, "share of planted discrepancies flagged on the right record"),
+            ("classification", 0.0, 0.20, "share flagged with the right type"),
+            ("resolution", 0.0, 0.25, "share flagged with the right resolution"),
+            ("efficiency", 0.0, 0.15, "correctness x precision x steps beyond the shortest honest path"),
+            ("penalty", -0.50, 0.0, "-0.15 per false flag"),
         )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
-    @classmethod
+    @per_domain
     def _index(cls) -> dict[str, Any]:
-        if "_indexed" not in cls.__dict__:
-            d = cls.domain
-            cls._indexed = {
-                "sources": {s.name: s for s in d.sources},
-                "parties": {p.id: p for p in d.parties},
-                "items": {i.id: i for i in d.items},
-                "pairs": d.traded_pairs(),
-                "rules": rule_lines(d),
-                # A transposition must stand clear of every tolerance an amount comparison can apply (a type's, or
-                # a party rule's), so that it never reads as an accepted variance.
-                "amount_tolerance": max([x.tolerance for x in d.discrepancies if x.role == "amount"]
-                                        + [x.tolerance for x in d.policies
-                                           if d.discrepancy(x.applies_to) and d.discrepancy(x.applies_to).role
-                                           == "amount"] or [0.0]),
-            }
-        return cls._indexed
+        d = cls.domain
+        return {
+            "sources": {s.name: s for s in d.sources},
+            "parties": {p.id: p for p in d.parties},
+            "items": {i.id: i for i in d.items},
+            "pairs": d.traded_pairs(),
+            "rules": rule_lines(d),
+            # A transposition must stand clear of every tolerance an amount comparison can apply (a type's, or
+            # a party rule's), so that it never reads as an accepted variance.
+            "amount_tolerance": max([x.tolerance for x in d.discrepancies if x.role == "amount"]
+                                    + [x.tolerance for x in d.policies
+                                       if d.discrepancy(x.applies_to) and d.discrepancy(x.applies_to).role
+                                       == "amount"] or [0.0]),
+        }
 
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:
@@ -618,8 +608,8 @@ class ReconciliationEnvironment(OpenAdaptEnvironment):
                     text = value
                 else:
                     text = str(value) if role == "quantity" else money(value)
-                    if source.ocr and p.chance(p.tier.noise * OCR_RATE):
-                        text = _ocr(text, rng)
+                    if source.ocr:
+                        text = p.misread(text, rate=OCR_RATE, chars=OCR_MISREADS, pairs={})
                     if role == "quantity" and txn.item.unit:
                         text = f"{text} {txn.item.unit}"
                 rec.shown[role] = text

@@ -19,19 +19,23 @@ import unicodedata
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
+    duplicate_values,
     duplicates,
+    fill,
+    names_differ,
     too_few,
     unknown_refs,
 )
 
-IDENT = r"^[a-z][a-z0-9_]*$"
 SUBJECTS_PER_EPISODE = 8  # the cast of one episode: the reported subject and seven others
 KPI_SLOTS_PER_ROW = 3  # KPI definitions sit at positions 1 .. 3 x kpi_rows + 2 of their report type
 # Tables and columns the engine itself defines (the report machinery every world shares).
@@ -56,10 +60,6 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 Word = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
 Op = Literal["sum", "count", "difference", "percent", "average"]
 OP_KINDS = {"sum": "amount", "difference": "amount", "average": "amount", "count": "count", "percent": "percent"}
-
-
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
 
 def _op() -> Any:
@@ -92,7 +92,7 @@ class Computation:
         return OP_KINDS[self.op]  # type: ignore[attr-defined]
 
 
-class Metric(_Item, Computation):
+class Metric(DomainPart, Computation):
     field: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier of the report field the agent sets for this metric, e.g. 'total_disbursed', "
         "'pallets_received'."))
@@ -106,7 +106,7 @@ class Metric(_Item, Computation):
     against: list[Word] = _against()
 
 
-class Kpi(_Item, Computation):
+class Kpi(DomainPart, Computation):
     code: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier of the KPI, e.g. 'net_cash_flow', 'dock_to_stock_ratio'."))
     label: str = Field(min_length=2, max_length=40, description=(
@@ -121,7 +121,7 @@ class Kpi(_Item, Computation):
     against: list[Word] = _against()
 
 
-class Category(_Item):
+class Category(DomainPart):
     name: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "A kind of record, as stored in the category column, e.g. 'disbursement', 'inbound_receipt', "
         "'admission'."))
@@ -134,7 +134,7 @@ class Category(_Item):
         "at least 1 (every category has business in the period), high at most 12."))
 
 
-class Measure(_Item):
+class Measure(DomainPart):
     column: str = Field(default="amount", min_length=2, max_length=30, pattern=IDENT, description=(
         "Column of the records table holding each record's amount, e.g. 'amount', 'pallets', 'charge'."))
     decimals: int = Field(default=2, ge=0, le=3, description=(
@@ -150,14 +150,14 @@ class Measure(_Item):
         "What the unit code is called in a formatting hint, e.g. 'currency code', 'unit'."))
 
 
-class Attribute(_Item):
+class Attribute(DomainPart):
     column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "A descriptive column, e.g. 'segment', 'region', 'shift'."))
     values: list[Word] = Field(min_length=2, max_length=12, description=(
         "Values the column takes (one is drawn per row), e.g. ['retail', 'sme', 'corporate']."))
 
 
-class SubjectTable(_Item):
+class SubjectTable(DomainPart):
     table: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Table of the subjects a report is about, e.g. 'customers', 'warehouses', 'wards'."))
     id_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
@@ -171,7 +171,7 @@ class SubjectTable(_Item):
         "segment and region."))
 
 
-class RecordTable(_Item):
+class RecordTable(DomainPart):
     table: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Table of the records the report aggregates, e.g. 'transactions', 'movements', 'encounters'."))
     id_column: str = Field(min_length=2, max_length=30, pattern=IDENT, description="Its key, e.g. 'txn_id'.")
@@ -190,7 +190,7 @@ class RecordTable(_Item):
         "column. Never needed for the report."))
 
 
-class Statuses(_Item):
+class Statuses(DomainPart):
     counted: str = Field(min_length=2, max_length=20, pattern=IDENT, description=(
         "The status of a record that counts in the report, e.g. 'settled', 'posted', 'billed'."))
     excluded: list[Word] = Field(min_length=1, max_length=4, description=(
@@ -198,14 +198,14 @@ class Statuses(_Item):
         "['reversed', 'pending']."))
 
 
-class ReportType(_Item):
+class ReportType(DomainPart):
     code: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Identifier of a kind of report, e.g. 'loan_book', 'inbound_flow'."))
     title: str = Field(min_length=5, max_length=80, description=(
         "The report's title, printed at the top of the PDF, e.g. 'Daily Loan Book Report'."))
 
 
-class Header(_Item):
+class Header(DomainPart):
     title_field: str = Field(default="title", min_length=2, max_length=40, pattern=IDENT, description=(
         "Report field holding the report type's title, e.g. 'title'."))
     subject_field: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
@@ -218,7 +218,7 @@ class Header(_Item):
         "The PDF label of the report date, e.g. 'Report date', 'Week starting'."))
 
 
-class TaskNames(_Item):
+class TaskNames(DomainPart):
     """The names of the three tasks (easy, medium, hard) in this world's words; their content is fixed."""
 
     header: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
@@ -365,7 +365,7 @@ class ReportDomain(Domain):
 
     def _name_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
-        p += repeated(self.subject_names, "domain.subject_names")
+        p += duplicate_values(self.subject_names, "domain.subject_names")
         slugs: dict[str, int] = {}
         for i, name in enumerate(self.subject_names):
             slug = slugify(name)
@@ -387,7 +387,7 @@ class ReportDomain(Domain):
         p += duplicates(self.metrics, "label", "domain.metrics")
         p += duplicates(self.kpis, "code", "domain.kpis")
         p += duplicates(self.kpis, "label", "domain.kpis")
-        p += repeated(self.mailboxes, "domain.mailboxes")
+        p += duplicate_values(self.mailboxes, "domain.mailboxes")
         for i, box in enumerate(self.mailboxes):
             if not re.match(r"^[a-z][a-z0-9.-]*$", box):
                 p.append(DomainProblem(path=f"domain.mailboxes[{i}]", message=(
@@ -397,11 +397,8 @@ class ReportDomain(Domain):
             if not re.match(IDENT, status):
                 p.append(DomainProblem(path=f"domain.statuses.excluded[{j}]",
                                        message=f"{status!r} must be a lowercase identifier"))
-        if len(set(statuses)) != len(statuses):
-            p.append(DomainProblem(path="domain.statuses", message=f"statuses must differ: {statuses}"))
-        tasks = list(self.task_names.model_dump().values())
-        if len(set(tasks)) != len(tasks):
-            p.append(DomainProblem(path="domain.task_names", message=f"task names must differ: {tasks}"))
+        p += names_differ(statuses, "domain.statuses", "statuses")
+        p += names_differ(list(self.task_names.model_dump().values()), "domain.task_names", "task names")
         fields = list(self.fields)
         for i, name in enumerate(fields):
             if name in fields[:i]:
@@ -455,7 +452,7 @@ class ReportDomain(Domain):
         for i, attr in enumerate([*s.attributes, *r.columns]):
             where = (f"domain.subject_table.attributes[{i}]" if i < len(s.attributes)
                      else f"domain.record_table.columns[{i - len(s.attributes)}]")
-            p += repeated(attr.values, f"{where}.values")
+            p += duplicate_values(attr.values, f"{where}.values")
         return p
 
     def _computation_problems(self) -> list[DomainProblem]:
@@ -479,9 +476,7 @@ class ReportDomain(Domain):
         return p
 
     def _text_rules(self) -> list[DomainProblem]:
-        p = bad_placeholders(self.lookalike_name, ("name",), "domain.lookalike_name")
-        if "{name}" not in self.lookalike_name:
-            p.append(DomainProblem(path="domain.lookalike_name", message="must contain {name}"))
+        p = bad_placeholders(self.lookalike_name, ("name",), "domain.lookalike_name", required=("name",))
         printed = [(f"domain.subject_names[{i}]", n) for i, n in enumerate(self.subject_names)]
         printed += [(f"domain.report_types[{i}].title", t.title) for i, t in enumerate(self.report_types)]
         printed += [(f"domain.metrics[{i}].label", m.label) for i, m in enumerate(self.metrics)]
@@ -510,18 +505,6 @@ class ReportDomain(Domain):
         return p
 
 
-def repeated(values: list[str], path: str) -> list[DomainProblem]:
-    """Entries of a list of names that repeat an earlier one (case-insensitive)."""
-    seen: dict[str, int] = {}
-    problems = []
-    for i, value in enumerate(values):
-        if value.casefold() in seen:
-            problems.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is already used by "
-                                          f"{path}[{seen[value.casefold()]}]: names must be unique"))
-        seen.setdefault(value.casefold(), i)
-    return problems
-
-
 def slugify(name: str) -> str:
     """A subject's mail domain label: 'Aldergrove Capital' -> 'aldergrove-capital', 'Liège Sud' -> 'liege-sud'."""
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
@@ -529,6 +512,4 @@ def slugify(name: str) -> str:
 
 
 def fill_name(template: str, name: str) -> str:
-    from openadapt.families.domain import fill
-
     return fill(template, name=name)

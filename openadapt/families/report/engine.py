@@ -14,6 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from openadapt.families.engine import per_domain
 from openadapt.families.report import downloads
 from openadapt.families.report.domain import ReportDomain
 from openadapt.families.report.grading import Grade, Grader, PdfState, credit, penalty
@@ -94,11 +95,10 @@ class ReportEnvironment(ShapedEnvironment):
         self._repeats = RepeatStreak()
         super().__init__()
 
-    @classmethod
+    # ---- the domain, prepared once per class ----------------------------------------------------------
+    @per_domain
     def desk(cls) -> Desk:
-        if "_desk" not in cls.__dict__:
-            cls._desk = Desk(cls.domain)
-        return cls._desk
+        return Desk(cls.domain)
 
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:

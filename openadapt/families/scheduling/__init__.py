@@ -45,10 +45,7 @@ FAMILY = register_family(Family(
     oracle=SchedulingOracle,
     heuristic=GreedyHeuristic,
     step_budget={1: 24, 2: 24, 3: 24, 4: 24, 5: 18},
-    reward_range=(-0.5, 1.0),
     solved_reward=0.9,
-    invalid_action_reward=-0.1,
-    malformed_reward=-0.1,
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "every duration and working hours confirmed; one unavailable resource marked as such",

@@ -16,19 +16,22 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
+    duplicate_values,
     duplicates,
+    names_differ,
     too_few,
     unknown_refs,
 )
 
-IDENT = r"^[a-z][a-z0-9_]*$"
 CLOCK = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 MAX_SLOTS = 40  # slots in one day (regular + overtime): keeps the exact search small
 MAX_OPEN_SITES = 3
@@ -46,16 +49,12 @@ RULE_PLACEHOLDERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
 def minutes(clock: str) -> int:
     hours, mins = clock.split(":")
     return int(hours) * 60 + int(mins)
 
 
-class Vocab(_Item):
+class Vocab(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier the agent will see, lowercase with underscores, e.g. 'laminar_flow' (a capability of a site) "
         "or 'orthopaedics' (a skill of a staff member)."))
@@ -64,7 +63,7 @@ class Vocab(_Item):
         "replacements', 'refrigerated door seal', 'ADR hazardous-goods certificate'."))
 
 
-class Site(_Item):
+class Site(DomainPart):
     id: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Identifier of one site a task is placed in (a room, a dock door, a ward, a court), e.g. 'or_3', "
         "'door_4'. The agent types it."))
@@ -78,7 +77,7 @@ class Site(_Item):
         "forbids anything, e.g. 'next to recovery; the only theatre with a ceiling-mounted microscope'."))
 
 
-class Staff(_Item):
+class Staff(DomainPart):
     id: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Identifier of one staff member or crew, e.g. 'dr_okafor', 'crew_bravo'. The agent types it."))
     name: str = Field(min_length=3, max_length=80, description=(
@@ -96,7 +95,7 @@ class Staff(_Item):
         "Never a rule that forbids anything."))
 
 
-class TaskType(_Item):
+class TaskType(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "Identifier of a kind of task, e.g. 'total_hip_replacement', 'chilled_produce'."))
     label: str = Field(min_length=3, max_length=80, description="Its name in words, e.g. 'total hip replacement'.")
@@ -118,7 +117,7 @@ class TaskType(_Item):
         "becomes ready (a truck's arrival); it cannot start before that, e.g. ['06:30', '09:00']."))
 
 
-class HiddenRule(_Item):
+class HiddenRule(DomainPart):
     kind: Literal["site_excludes_type", "staff_excludes_type", "site_ends_by", "staff_ends_by",
                   "shared_equipment"] = Field(description=(
                       "What the rule forbids: 'site_excludes_type' (a site cannot host a kind of task: broken "
@@ -139,7 +138,7 @@ class HiddenRule(_Item):
         "Site ids (site_* kinds) or staff ids (staff_* kinds) the rule may name; empty: any that fits."))
 
 
-class Emergency(_Item):
+class Emergency(DomainPart):
     task_type: str = Field(min_length=2, max_length=40, description=(
         "The task kind id of the emergency, e.g. 'appendicectomy'. It is mandatory whatever the kind says."))
     text: str = Field(min_length=20, max_length=300, description=(
@@ -149,7 +148,7 @@ class Emergency(_Item):
         "Latest start, in minutes after the day's start (the engine may add a little), e.g. 180."))
 
 
-class Clock(_Item):
+class Clock(DomainPart):
     day_start: str = Field(pattern=CLOCK, description="When the day's plan starts, 'HH:MM', e.g. '07:30'.")
     regular_end: str = Field(pattern=CLOCK, description=(
         "End of normal hours, 'HH:MM', e.g. '16:30'. Work past it is overtime and costs points."))
@@ -160,7 +159,7 @@ class Clock(_Item):
         "within 40 slots."))
 
 
-class ToolNames(_Item):
+class ToolNames(DomainPart):
     """What the four actions are called in this world (each keeps its role in the mechanics)."""
 
     inspect: str = Field(default="inspect", pattern=IDENT, description=(
@@ -277,7 +276,7 @@ class SchedulingDomain(Domain):
         p += duplicates(self.sites, "id", "domain.sites")
         p += duplicates(self.staff, "id", "domain.staff")
         p += duplicates(self.task_types, "id", "domain.task_types")
-        p += self._list_duplicates(self.clients, "domain.clients")
+        p += duplicate_values(self.clients, "domain.clients")
         p += self._id_clashes()
         for i, site in enumerate(self.sites):
             p += unknown_refs(site.capabilities, caps, f"domain.sites[{i}].capabilities", "capability")
@@ -298,9 +297,7 @@ class SchedulingDomain(Domain):
         p += self._rule_problems(types)
         p += self._text_field_problems()
         p += self._variety_problems()
-        tools = list(self.tools.model_dump().values())
-        if len(set(tools)) != len(tools):
-            p.append(DomainProblem(path="domain.tools", message=f"tool names must differ: {tools}"))
+        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
         return p
 
     def slot_of(self, clock_text: str | None, default: int) -> int | None:
@@ -332,16 +329,6 @@ class SchedulingDomain(Domain):
             p.append(DomainProblem(path="domain.turnaround_minutes",
                                    message=f"must be a multiple of clock.slot_minutes ({c.slot_minutes})"))
         return p
-
-    def _list_duplicates(self, values: list[str], path: str) -> list[DomainProblem]:
-        seen: dict[str, int] = {}
-        out = []
-        for i, value in enumerate(values):
-            if value.lower() in seen:
-                out.append(DomainProblem(path=f"{path}[{i}]", message=(
-                    f"{value!r} is already {path}[{seen[value.lower()]}]: names must be unique")))
-            seen.setdefault(value.lower(), i)
-        return out
 
     def _id_clashes(self) -> list[DomainProblem]:
         """Sites, staff and the engine's task ids share one namespace (the agent inspects any of them)."""
@@ -394,10 +381,7 @@ class SchedulingDomain(Domain):
         for i, emergency in enumerate(self.emergencies):
             at = f"domain.emergencies[{i}]"
             p += unknown_refs([emergency.task_type], types, f"{at}.task_type", "task kind")
-            p += bad_placeholders(emergency.text, ("client", "time"), f"{at}.text")
-            for name in ("client", "time"):
-                if "{" + name + "}" not in emergency.text:
-                    p.append(DomainProblem(path=f"{at}.text", message=f"must use {{{name}}}"))
+            p += bad_placeholders(emergency.text, ("client", "time"), f"{at}.text", required=("client", "time"))
             if emergency.start_within_minutes >= self.regular_slots * self.clock.slot_minutes:
                 p.append(DomainProblem(path=f"{at}.start_within_minutes", message="must fall within normal hours"))
         return p
@@ -427,7 +411,7 @@ class SchedulingDomain(Domain):
         if len(kinds) < 2:
             p.append(DomainProblem(path="domain.hidden_rules", message=(
                 "all rules are of one kind; write at least two kinds (the hardest tier draws two at once)")))
-        p += self._list_duplicates([r.text for r in self.hidden_rules], "domain.hidden_rules.text")
+        p += duplicate_values([r.text for r in self.hidden_rules], "domain.hidden_rules.text")
         return p
 
     def _text_field_problems(self) -> list[DomainProblem]:
@@ -447,11 +431,8 @@ class SchedulingDomain(Domain):
             values = getattr(self, field)
             for j, text in enumerate(values):
                 path = f"domain.{field}[{j}]"
-                p += bad_placeholders(text, allowed, path)
-                for name in required:
-                    if "{" + name + "}" not in text:
-                        p.append(DomainProblem(path=path, message=f"must use {{{name}}}"))
-            p += self._list_duplicates(values, f"domain.{field}")
+                p += bad_placeholders(text, allowed, path, required=required)
+            p += duplicate_values(values, f"domain.{field}")
         return p
 
     def _variety_problems(self) -> list[DomainProblem]:

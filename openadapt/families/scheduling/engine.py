@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
+from openadapt.families.engine import per_domain, verdict_rubric
 from openadapt.families.scheduling import solver
 from openadapt.families.scheduling.domain import HiddenRule, SchedulingDomain, Site, Staff, TaskType
 from openadapt.families.scheduling.models import (
@@ -33,7 +34,7 @@ from openadapt.families.scheduling.models import (
     StaffView,
     TaskView,
 )
-from openadapt.kit import Outcome, RewardComponent, RewardComponents, TierProfile
+from openadapt.kit import Outcome, RewardComponents, TierProfile
 from openadapt.kit.step_shaping import ShapedEnvironment
 
 # The objective, in points (the system prompt states it).
@@ -200,14 +201,12 @@ class SchedulingEnvironment(ShapedEnvironment):
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
         self._verdict: Verdict | None = None
-        v = lambda name: (lambda action, outcome: getattr(self._judge(), name))  # noqa: E731
-        return RewardComponents(
-            RewardComponent("coverage", 0.0, 0.30, v("coverage"),
-                            "tasks the plan keeps, less missing mandatory ones, over the optimum's count"),
-            RewardComponent("objective", 0.0, 0.50, v("objective"), "(plan score / optimum) ** 4"),
-            RewardComponent("efficiency", 0.0, 0.20, v("efficiency"),
-                            "submitted plan, steps beyond the shortest honest path (scaled by objective)"),
-            RewardComponent("penalty", -0.50, 0.0, v("penalty"), "-0.25 per request booked that must not be"),
+        return verdict_rubric(
+            self._judge,
+            ("coverage", 0.0, 0.30, "tasks the plan keeps, less missing mandatory ones, over the optimum's count"),
+            ("objective", 0.0, 0.50, "(plan score / optimum) ** 4"),
+            ("efficiency", 0.0, 0.20, "submitted plan, steps beyond the shortest honest path (scaled by objective)"),
+            ("penalty", -0.50, 0.0, "-0.25 per request booked that must not be"),
         )
 
     # ---- small facts ----------------------------------------------------------------------------------
@@ -219,11 +218,13 @@ class SchedulingEnvironment(ShapedEnvironment):
     def _turn(self) -> int:
         return self.domain.turnaround_minutes // self._slot
 
+    @per_domain
+    def _clocks(cls) -> tuple[str, ...]:
+        """The day's clock strings, slot by slot."""
+        return tuple(cls.domain.clock_at(s) for s in range(cls.domain.day_slots + 1))
+
     def clock(self, slot: int) -> str:
-        table = type(self).__dict__.get("_clocks")
-        if table is None:  # the day's clock strings, once per bound class
-            table = tuple(self.domain.clock_at(s) for s in range(self.domain.day_slots + 1))
-            type(self)._clocks = table
+        table = self._clocks()
         return table[slot] if 0 <= slot < len(table) else self.domain.clock_at(slot)
 
     def score_of(self, job: Job, staff: str, start: int, end: int) -> int:

@@ -50,9 +50,6 @@ FAMILY = register_family(Family(
     heuristic=QueueHeuristic,
     step_budget={1: 16, 2: 18, 3: 22, 4: 24, 5: 22},
     reward_range=(-1.0, 1.0),
-    solved_reward=0.95,
-    invalid_action_reward=-0.1,
-    malformed_reward=-0.1,
     root=Path(__file__).resolve().parent,
     tier_changes={
         1: "3 tasks, every policy in view, no drift, no chaos",

@@ -11,20 +11,24 @@ none of the names: everything below is the domain's.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
+    IDENT,
     Domain,
+    DomainPart,
     DomainProblem,
     bad_placeholders,
+    duplicate_values,
     duplicates,
+    name_field,
+    names_differ,
     too_few,
     unknown_refs,
 )
 
-IDENT = r"^[a-z][a-z0-9_]*$"
 EMAIL_DOMAIN = r"^[a-z0-9][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)+$"
 LOCAL_PART = r"^[a-z][a-z0-9._-]*$"
 # Keys of a task record as the agent sees it; the amount field (and its drifted name) must not be one of them.
@@ -51,11 +55,7 @@ TEAM_PER_SKILL = 3  # colleagues per skill on the chaos tiers
 MAX_SKILLS = 5
 
 
-class _Item(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
-
-
-class Skill(_Item):
+class Skill(DomainPart):
     name: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
         "A skill (a resolver group) of the desk's team, as the agent reads it on a task and a colleague, e.g. "
         "'account_exec', 'payroll', 'network_ops'."))
@@ -64,7 +64,7 @@ class Skill(_Item):
         "A task's category is shown in its title, so never use a word of the phishing filter here."))
 
 
-class Scenario(_Item):
+class Scenario(DomainPart):
     name: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "One line of work of the desk, as the agent reads it at the top of the desk, e.g. 'sales_pipeline', "
         "'customer_refund', 'end_user_support'."))
@@ -98,14 +98,14 @@ class Scenario(_Item):
         "Mailbox (the part before @) of the executive who pings about priority tasks, e.g. 'vp.sales', 'cio'."))
 
 
-class InboxItem(_Item):
+class InboxItem(DomainPart):
     sender: str = Field(min_length=2, max_length=30, pattern=LOCAL_PART, description=(
         "Mailbox at the company's domain that sends it (the part before @), e.g. 'facilities', 'it-notices'."))
     subject: str = Field(min_length=8, max_length=120, description=(
         "Its subject line, naming no task, e.g. 'Fire drill on Thursday at 10:00'."))
 
 
-class Roles(_Item):
+class Roles(DomainPart):
     junior: str = Field(default="L1", min_length=2, max_length=12, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
                         description="The junior scope's name as the agent sees it, e.g. 'L1', 'tier1', 'clerk'.")
     senior: str = Field(default="L2", min_length=2, max_length=12, pattern=r"^[A-Za-z][A-Za-z0-9_-]*$",
@@ -119,26 +119,21 @@ class Roles(_Item):
         "who tries (-0.5); a junior hands such work to the lead with the approval action instead."))
 
 
-def _action(default: str, what: str, example: str) -> Any:
-    return Field(default=default, pattern=IDENT, max_length=30,
-                 description=f"What {what} is called in this world, an identifier, e.g. '{example}'.")
-
-
-class ActionNames(_Item):
+class ActionNames(DomainPart):
     """What the desk's eight actions are called in this world (each keeps its role in the mechanics)."""
 
-    assign: str = _action("assign_task", "assigning a pending task to a colleague with its skill", "assign_ticket")
-    escalate: str = _action("escalate", "escalating a task the escalation policy names", "escalate_ticket")
-    defer: str = _action("defer", "deferring a task the deferral policy names", "move_to_backlog")
-    close: str = _action("close_task", "closing finished work (citing the amount field)", "resolve_ticket")
-    reply: str = _action("reply_message", "answering a message", "reply_to_requester")
-    re_route: str = _action("re_route", "handing a blocked task to an available colleague", "reassign_ticket")
-    lookup: str = _action("lookup_policy", "reading a policy's (perhaps withheld) details", "check_policy")
-    approval: str = _action("request_approval", "asking for sign-off above the threshold (for a junior: the "
+    assign: str = name_field("assign_task", "assigning a pending task to a colleague with its skill", "assign_ticket")
+    escalate: str = name_field("escalate", "escalating a task the escalation policy names", "escalate_ticket")
+    defer: str = name_field("defer", "deferring a task the deferral policy names", "move_to_backlog")
+    close: str = name_field("close_task", "closing finished work (citing the amount field)", "resolve_ticket")
+    reply: str = name_field("reply_message", "answering a message", "reply_to_requester")
+    re_route: str = name_field("re_route", "handing a blocked task to an available colleague", "reassign_ticket")
+    lookup: str = name_field("lookup_policy", "reading a policy's (perhaps withheld) details", "check_policy")
+    approval: str = name_field("request_approval", "asking for sign-off above the threshold (for a junior: the "
                             "hand-off to the lead)", "request_signoff")
 
 
-class PolicyTexts(_Item):
+class PolicyTexts(DomainPart):
     approval: str = Field(min_length=20, max_length=200, description=(
         "The sign-off policy, with {threshold} (the scenario's threshold_text filled in), e.g. 'work above "
         "{threshold} needs L2 sign-off (request_approval) before it is closed.'"))
@@ -154,7 +149,7 @@ class PolicyTexts(_Item):
         "never worked now.'"))
 
 
-class ReasoningTerms(_Item):
+class ReasoningTerms(DomainPart):
     """Words that claim a process bonus when the agent's reasoning names what is in view. A word ending in '*'
     matches any word it starts (block* matches 'blocked'); otherwise the whole word, or its plural with -s."""
 
@@ -166,7 +161,7 @@ class ReasoningTerms(_Item):
                            description="Words for deadline pressure, e.g. ['sla', 'deadline*'].")
 
 
-class ChaosRates(_Item):
+class ChaosRates(DomainPart):
     """How turbulent the desk is: per-step chance of each chaos event on the tiers that have chaos."""
 
     dropout: float = Field(default=0.12, ge=0.02, le=0.25, description=(
@@ -278,9 +273,7 @@ class WorkflowDomain(Domain):
                      "tiers staff a third colleague per skill)")
         p += self._text_template_problems()
         p += self._phishing_problems()
-        names = list(self.actions.model_dump().values())
-        if len(set(names)) != len(names):
-            p.append(DomainProblem(path="domain.actions", message=f"action names must differ: {names}"))
+        p += names_differ(list(self.actions.model_dump().values()), "domain.actions", "action names")
         if self.roles.junior == self.roles.senior:
             p.append(DomainProblem(path="domain.roles.senior", message="must differ from the junior scope's name"))
         if len(set(self.roles.senior_only)) != len(self.roles.senior_only):
@@ -331,9 +324,7 @@ class WorkflowDomain(Domain):
         if list(s.thresholds) != sorted(set(s.thresholds)) or min(s.thresholds) < 1:
             p.append(DomainProblem(path=f"{at}.thresholds", message=(
                 "must be positive, different and increasing (the middle one is the textbook value)")))
-        p += bad_placeholders(s.threshold_text, ("amount",), f"{at}.threshold_text")
-        if "{amount}" not in s.threshold_text:
-            p.append(DomainProblem(path=f"{at}.threshold_text", message="must contain {amount}"))
+        p += bad_placeholders(s.threshold_text, ("amount",), f"{at}.threshold_text", required=("amount",))
         p += _name_problems(s.requesters, f"{at}.requesters", EMAIL_DOMAIN)
         for j, requester in enumerate(s.requesters):
             where = f"{at}.requesters[{j}]"
@@ -352,16 +343,15 @@ class WorkflowDomain(Domain):
 
     def _text_template_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
-        p += _template(self.title_template, ("category", "who"), ("category",), "domain.title_template")
+        p += bad_placeholders(self.title_template, ("category", "who"), "domain.title_template", required=("category",))
         for j, text in enumerate(self.query_subjects):
-            p += _template(text, ("tid", "title"), ("tid",), f"domain.query_subjects[{j}]")
-        p += _template(self.executive_subject, ("tid",), ("tid",), "domain.executive_subject")
-        p += _template(self.policies.approval, ("threshold",), ("threshold",), "domain.policies.approval")
-        p += _template(self.policies.escalation, ("categories",), ("categories",), "domain.policies.escalation")
-        p += _template(self.policies.deferral, ("categories",), ("categories",), "domain.policies.deferral")
+            p += bad_placeholders(text, ("tid", "title"), f"domain.query_subjects[{j}]", required=("tid",))
+        p += bad_placeholders(self.executive_subject, ("tid",), "domain.executive_subject", required=("tid",))
+        for field, name in (("approval", "threshold"), ("escalation", "categories"), ("deferral", "categories")):
+            p += bad_placeholders(getattr(self.policies, field), (name,), f"domain.policies.{field}", required=(name,))
         for j, pattern in enumerate(self.lookalike_patterns):
             where = f"domain.lookalike_patterns[{j}]"
-            p += _template(pattern, ("stem", "tld"), ("stem",), where)
+            p += bad_placeholders(pattern, ("stem", "tld"), where, required=("stem",))
             if not placeholders_only_ok(pattern):
                 p.append(DomainProblem(path=where, message=(
                     "besides {stem} and {tld}, use only lowercase letters, digits, '-' and '.'")))
@@ -376,13 +366,13 @@ class WorkflowDomain(Domain):
         words = [w.lower() for w in self.phishing_words]
         for j, text in enumerate(self.phishing_obvious):
             where = f"domain.phishing_obvious[{j}]"
-            p += _template(text, ("tid", "title", "field"), ("tid",), where)
+            p += bad_placeholders(text, ("tid", "title", "field"), where, required=("tid",))
             if not any(w in text.lower() for w in words):
                 p.append(DomainProblem(path=where, message=(
                     f"uses none of the phishing_words ({', '.join(words)}): an obvious lure asks for them")))
         for j, text in enumerate(self.phishing_subtle):
             where = f"domain.phishing_subtle[{j}]"
-            p += _template(text, ("tid", "title"), ("tid",), where)
+            p += bad_placeholders(text, ("tid", "title"), where, required=("tid",))
             if any(w in text.lower() for w in words):
                 p.append(DomainProblem(path=where, message=(
                     "uses a phishing word: a subtle lure reads like an ordinary follow-up")))
@@ -411,20 +401,7 @@ def placeholders_only_ok(pattern: str) -> bool:
     return re.fullmatch(r"[a-z0-9.-]*", pattern.replace("{stem}", "").replace("{tld}", "")) is not None
 
 
-def _template(text: str, allowed: tuple[str, ...], required: tuple[str, ...], path: str) -> list[DomainProblem]:
-    p = bad_placeholders(text, allowed, path)
-    missing = [name for name in required if "{" + name + "}" not in text]
-    if missing:
-        p.append(DomainProblem(path=path, message=f"must contain {', '.join('{' + m + '}' for m in missing)}"))
-    return p
-
-
 def _name_problems(values: list[str], path: str, pattern: str) -> list[DomainProblem]:
     p = [DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is not a valid name here (pattern {pattern})")
          for i, value in enumerate(values) if not re.match(pattern, value)]
-    seen: set[str] = set()
-    for i, value in enumerate(values):
-        if value in seen:
-            p.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is listed twice: names must be unique"))
-        seen.add(value)
-    return p
+    return p + duplicate_values(values, path)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
+from openadapt.families.engine import per_domain, verdict_rubric
 from openadapt.families.workflow.domain import Scenario, WorkflowDomain, lookalike
 from openadapt.families.workflow.rules import STUFFING_PENALTY, DeskRules
 from openadapt.families.workflow.world import (
@@ -41,7 +42,6 @@ from openadapt.kit import (
     Outcome,
     OversightReferee,
     Perturber,
-    RewardComponent,
     RewardComponents,
     SchemaDrift,
     ShapedEnvironment,
@@ -114,19 +114,14 @@ class WorkflowEnvironment(ShapedEnvironment):
     action_type: ClassVar[type]
 
     # ---- the domain, prepared once per class ----------------------------------------------------------
-    @classmethod
+    @per_domain
     def rules(cls) -> DeskRules:
-        if "_rules" not in cls.__dict__:
-            cls._rules = DeskRules(cls.domain)
-        return cls._rules
+        return DeskRules(cls.domain)
 
     # ---- reward ---------------------------------------------------------------------------------------
     def build_rubric(self) -> RewardComponents:
-        def part(name: str):
-            return lambda action, outcome: getattr(score(self._world), name)
-
-        return RewardComponents(*(RewardComponent(name, 0.0, weight, part(name), DESCRIPTIONS[name])
-                                  for name, weight in WEIGHTS.items()))
+        return verdict_rubric(lambda: score(self._world), *((name, 0.0, weight, DESCRIPTIONS[name])
+                                                              for name, weight in WEIGHTS.items()))
 
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:

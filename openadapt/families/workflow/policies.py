@@ -7,6 +7,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from openadapt.families.domain import template_pattern
 from openadapt.families.workflow.engine import NOT_SHOWN
 from openadapt.families.workflow.world import Task, World, needed_lookups, steps_needed
 from openadapt.kit import Policy
@@ -104,9 +105,9 @@ _LEARN = {"needs_approval": "approve", "must_escalate": "escalate", "must_defer"
 
 
 def _line_pattern(title: str, template: str, placeholder: str, capture: str) -> re.Pattern[str]:
-    """A policy line `'<title>: <template>'` as a pattern capturing what `placeholder` stands for."""
-    before, _, after = template.partition("{" + placeholder + "}")
-    return re.compile(re.escape(f"{title}: {before}") + capture + re.escape(after) + "$")
+    """A policy line `'<title>: <template>'` as a pattern capturing (as the group of its name) what `placeholder`
+    stands for, which matches `capture`."""
+    return re.compile(re.escape(f"{title}: ") + template_pattern(template, {placeholder: capture}).pattern + "$")
 
 
 class QueueHeuristic(Policy):
@@ -194,19 +195,18 @@ class QueueHeuristic(Policy):
         d = self.domain
         scenario = d.scenario(obs.scenario)
         texts = d.policies
-        before, _, after = scenario.threshold_text.partition("{amount}")
-        amount = re.escape(before) + r"([\d,]+)" + re.escape(after)
-        threshold = _line_pattern(scenario.approval_title, texts.approval, "threshold", "(?:" + amount + ")")
-        escalated = _line_pattern(texts.escalation_title, texts.escalation, "categories", "(.+?)")
-        deferred = _line_pattern(texts.deferral_title, texts.deferral, "categories", "(.+?)")
+        amount = template_pattern(scenario.threshold_text, {"amount": r"[\d,]+"}).pattern
+        threshold = _line_pattern(scenario.approval_title, texts.approval, "threshold", amount)
+        escalated = _line_pattern(texts.escalation_title, texts.escalation, "categories", ".+?")
+        deferred = _line_pattern(texts.deferral_title, texts.deferral, "categories", ".+?")
 
         def find(pattern: re.Pattern[str]) -> re.Match[str] | None:
             return next((m for line in obs.policies if (m := pattern.search(line))), None)
 
         t, e, f = find(threshold), find(escalated), find(deferred)
-        return (float(t.group(1).replace(",", "")) if t else float(scenario.thresholds[len(scenario.thresholds) // 2]),
-                set(e.group(1).split(" and ")) if e else {scenario.escalate_categories[0]},
-                set(f.group(1).split(" and ")) if f else {scenario.defer_categories[0]})
+        return (float(t["amount"].replace(",", "")) if t else float(scenario.thresholds[len(scenario.thresholds) // 2]),
+                set(e["categories"].split(" and ")) if e else {scenario.escalate_categories[0]},
+                set(f["categories"].split(" and ")) if f else {scenario.defer_categories[0]})
 
 
 def _amount_field(task: dict[str, Any]) -> str:
