@@ -56,6 +56,27 @@ def fidelity(domain_text: str, expected: str, chosen: str | None, terms: list[st
             "terms_found": found, "foreign_names": names[:8], "foreign_texts": len(texts)}
 
 
+def choice_only(args) -> None:
+    """How often the designer's family choice is the expected family, and how long it takes."""
+    from openadapt.designer.family_design import choose_family
+    from openadapt.designer.local import LocalLLM, LocalSettings
+    from openadapt.families import all_families
+
+    prompts = yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())["prompts"]
+    settings = {"seed": args.seed, **({"model": args.model} if args.model else {}),
+                **({"threads": args.threads} if args.threads else {})}
+    backend, families, right = LocalLLM(LocalSettings(**settings)), all_families(), 0
+    for prompt in prompts:
+        started = time.monotonic()
+        choice, _ = choose_family(backend, prompt["task"], families)
+        right += choice.family == prompt["family"]
+        ranked = sorted(choice.scores.items(), key=lambda kv: -kv[1])[:3]
+        print(f"{prompt['id']:26} expected {prompt['expected'] if 'expected' in prompt else prompt['family']:15} "
+              f"chose {str(choice.family):15} {time.monotonic() - started:5.1f} s  "
+              + ", ".join(f"{n} {v:+.2f}" for n, v in ranked), flush=True)
+    print(f"\nfamily chosen right for {right} of {len(prompts)} prompts ({choice.method})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="catalogue id or .gguf path (default: the default model)")
@@ -64,7 +85,10 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated prompt ids")
     parser.add_argument("--max-attempts", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_local")
+    parser.add_argument("--choice-only", action="store_true", help="measure only the family choice (seconds)")
     args = parser.parse_args()
+    if args.choice_only:
+        return choice_only(args)
 
     from openadapt.designer.generate import GenerateRequest, generate
     from openadapt.designer.local import LocalSettings

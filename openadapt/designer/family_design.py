@@ -432,6 +432,7 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     """Names and long texts taken over from the worked example (another world) instead of written for this one.
     What the family's other examples share with it is the family's common vocabulary, not the example's world."""
     common = set.intersection(*({v.lower() for _, v in iter_texts(o)} for o in others)) if others else set()
+    common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
     theirs_texts = {v for _, v in iter_texts(example) if len(v) >= 40 and v.lower() not in common}
     problems = []
@@ -443,6 +444,28 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
             problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
                                           "one that belongs to this task's world"))
     return problems
+
+
+def _default_texts(model: type[BaseModel], seen: set | None = None) -> set[str]:
+    """The string defaults anywhere in a schema (they belong to the schema, not to an example's world)."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    out: set[str] = set()
+    for f in model.model_fields.values():
+        if isinstance(f.default, str):
+            out.add(f.default)
+        for inner in [f.annotation, *typing.get_args(f.annotation)]:
+            if _is_model(inner):
+                out |= _default_texts(inner, seen)
+                if _all_defaults(inner):
+                    out |= {v for v in inner().model_dump().values() if isinstance(v, str)}
+    return out
+
+
+def _all_defaults(model: type[BaseModel]) -> bool:
+    return all(not f.is_required() for f in model.model_fields.values())
 
 
 def _iter_json_texts(value: Any, path: str = "domain"):

@@ -27,8 +27,8 @@ from openadapt.families.assessment.domain import AssessmentDomain, Feature, Rule
 from openadapt.families.assessment.models import MAX_QUOTES
 from openadapt.families.assessment.quotes import quotes_line, squash
 from openadapt.families.domain import fill, iter_texts
-from openadapt.families.engine import per_domain, verdict_rubric
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
+from openadapt.families.engine import FamilyEnvironment, per_domain
+from openadapt.kit import Outcome, TierProfile
 from openadapt.kit.text import is_stuffed
 
 CONSTRAINT_RATE = 0.6  # hidden-constraint episodes whose rule in force binds (its trigger is in the document)
@@ -98,22 +98,15 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-class AssessmentEnvironment(OpenAdaptEnvironment):
+class AssessmentEnvironment(FamilyEnvironment):
     domain: ClassVar[AssessmentDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
-
-    # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict = Verdict()
-        return verdict_rubric(
-            lambda: self._verdict,
-            ("accuracy", 0.0, 0.50, "level per criterion: exact 1, off by one 0.3"),
-            ("evidence", 0.0, 0.25, "quotes of the deciding passage, as shown"),
-            ("feedback", 0.0, 0.10, "feedback per criterion: 6-150 words, its own"),
-            ("efficiency", 0.0, 0.15, "steps beyond the shortest honest path"),
-            ("penalty", -0.50, 0.0, "invented quotes, stuffing, one level for all"),
-        )
+    REWARD = (
+        ("accuracy", 0.0, 0.50, "level per criterion: exact 1, off by one 0.3"),
+        ("evidence", 0.0, 0.25, "quotes of the deciding passage, as shown"),
+        ("feedback", 0.0, 0.10, "feedback per criterion: 6-150 words, its own"),
+        ("efficiency", 0.0, 0.15, "steps beyond the shortest honest path"),
+        ("penalty", -0.50, 0.0, "invented quotes, stuffing, one level for all"),
+    )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
     @per_domain

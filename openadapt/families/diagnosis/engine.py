@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 from openadapt.families.diagnosis.domain import DiagnosisDomain, Fault
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
+from openadapt.families.engine import FamilyEnvironment, per_domain
+from openadapt.kit import Outcome, TierProfile
 from openadapt.kit.text import grounded, is_stuffed
 
 CONSTRAINT_RATE = 0.6  # share of hidden-constraint-tier episodes whose usual fix is wrong
@@ -77,22 +77,15 @@ def _trend(healthy: float, faulty: float) -> str:
     return f"{healthy:g} -> {mid:.0f} -> {faulty:g}"
 
 
-class DiagnosisEnvironment(OpenAdaptEnvironment):
+class DiagnosisEnvironment(FamilyEnvironment):
     domain: ClassVar[DiagnosisDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
-
-    # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict = Verdict()
-        return verdict_rubric(
-            lambda: self._verdict,
-            ("correctness", 0.0, 0.50, "component 0.20, fault 0.20, fix 0.10"),
-            ("efficiency", 0.0, 0.30, "steps beyond the shortest honest path"),
-            ("quality", 0.0, 0.15, "observed supporting evidence and reasoning"),
-            ("calibration", 0.0, 0.05, "confidence matches the outcome"),
-            ("penalty", -0.50, 0.0, "stuffing, invented evidence, overconfidence"),
-        )
+    REWARD = (
+        ("correctness", 0.0, 0.50, "component 0.20, fault 0.20, fix 0.10"),
+        ("efficiency", 0.0, 0.30, "steps beyond the shortest honest path"),
+        ("quality", 0.0, 0.15, "observed supporting evidence and reasoning"),
+        ("calibration", 0.0, 0.05, "confidence matches the outcome"),
+        ("penalty", -0.50, 0.0, "stuffing, invented evidence, overconfidence"),
+    )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
     @per_domain

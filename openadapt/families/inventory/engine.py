@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.inventory.domain import ITEMS_PER_EPISODE, MAX_DRIFT, InventoryDomain
 from openadapt.families.inventory.planner import Arrival, Belief, ItemBelief, Option, next_decision, plan_day
 from openadapt.families.inventory.world import Catalogue, Episode, Lot, Promo, Stock
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
+from openadapt.kit import Outcome, TierProfile
 
 HORIZON = 12  # periods per episode
 COST_MARGIN = 0.15  # solved: total cost within 15% of the reference's ...
@@ -89,10 +89,9 @@ def nice_ceil(x: float) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 1)
 
 
-class InventoryEnvironment(OpenAdaptEnvironment):
+class InventoryEnvironment(FamilyEnvironment):
     domain: ClassVar[InventoryDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
+    REWARD = tuple((name, 0.0, weight, DESCRIPTIONS[name]) for name, weight in WEIGHTS.items())
 
     # ---- the domain, indexed once per class ---------------------------------------------------------------
     @per_domain
@@ -100,10 +99,8 @@ class InventoryEnvironment(OpenAdaptEnvironment):
         return Catalogue(cls.domain)
 
     # ---- reward -------------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict: Verdict | None = None
-        return verdict_rubric(self._score, *((name, 0.0, weight, DESCRIPTIONS[name])
-                                             for name, weight in WEIGHTS.items()))
+    def verdict(self) -> Verdict:
+        return self._score()
 
     # ---- episode generation -------------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:

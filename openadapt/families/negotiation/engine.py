@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.negotiation.domain import (
     Issue,
     NegotiationDomain,
@@ -33,7 +33,7 @@ from openadapt.families.negotiation.domain import (
     decimals,
     issue_line,
 )
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
+from openadapt.kit import Outcome, TierProfile
 
 CONCESSION_EXPONENT = {"boulware": 0.35, "linear": 1.0, "conceder": 2.5}
 TOUGHNESS = 0.6  # each level of tier depth multiplies the concession exponent by this (holds firm longer)
@@ -133,23 +133,16 @@ class _Uniforms:
         self.target_missing, self.target_pick = draw(), draw()
 
 
-class NegotiationEnvironment(OpenAdaptEnvironment):
+class NegotiationEnvironment(FamilyEnvironment):
     domain: ClassVar[NegotiationDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
-
-    # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict = Verdict()
-        return verdict_rubric(
-            lambda: self._verdict,
-            ("deal", 0.0, DEAL, "0.80 x the share of the achievable gain over your limits that the deal captures "
-             "(a justified walk-away when no deal is possible: 0.80)"),
-            ("conduct", 0.0, CONDUCT, "0.20 for meeting the bar (a deal worth at least 85% of the achievable gain, "
-             "or walking away when no deal is possible, once told why), less 0.05 per insulting offer and per offer "
-             "across its hard limit after the first"),
-            ("penalty", BREACH, 0.0, "-0.50 for a deal that breaks your limits"),
-        )
+    REWARD = (
+        ("deal", 0.0, DEAL, "0.80 x the share of the achievable gain over your limits that the deal captures "
+         "(a justified walk-away when no deal is possible: 0.80)"),
+        ("conduct", 0.0, CONDUCT, "0.20 for meeting the bar (a deal worth at least 85% of the achievable gain, "
+         "or walking away when no deal is possible, once told why), less 0.05 per insulting offer and per offer "
+         "across its hard limit after the first"),
+        ("penalty", BREACH, 0.0, "-0.50 for a deal that breaks your limits"),
+    )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
     @per_domain

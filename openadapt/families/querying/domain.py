@@ -127,7 +127,6 @@ class Column(DomainPart):
     decoy: Decoy | None = Field(default=None, description=(
         "Optional, non-key columns: a decoy column with a plausible name that must not be used (a distractor)."))
 
-
     @model_serializer(mode="wrap")
     def _only_its_generator(self, handler: Any) -> dict[str, Any]:
         """Written out without the generator fields of other kinds (a choice column has no date range)."""

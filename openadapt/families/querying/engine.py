@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.querying.database import (
     MAX_RESULT_ROWS,
     ORDER_SENSITIVE,
@@ -41,7 +41,7 @@ from openadapt.families.querying.database import (
     sandbox,
 )
 from openadapt.families.querying.domain import QueryingDomain, Question
-from openadapt.kit import OpenAdaptEnvironment, Outcome, QueryRejected, RewardComponents, TierProfile
+from openadapt.kit import Outcome, QueryRejected, TierProfile
 
 TOOLS = ("list_tables", "describe_table", "run_query", "submit_answer")
 QUESTION_TRIES = 24
@@ -79,22 +79,15 @@ class Verdict:
     solved: bool = False
 
 
-class QueryingEnvironment(OpenAdaptEnvironment):
+class QueryingEnvironment(FamilyEnvironment):
     domain: ClassVar[QueryingDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
-
-    # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict = Verdict()
-        return verdict_rubric(
-            lambda: self._verdict,
-            ("correctness", 0.0, 0.60, "the answer's result matches the reference"),
-            ("efficiency", 0.0, 0.20, "solved, with few steps beyond the honest path"),
-            ("grounding", 0.0, 0.20,
-             "share of the tables the answer reads that were inspected first (described or queried)"),
-            ("penalty", -0.20, 0.0, "the answer reads a stale table or a decoy column"),
-        )
+    REWARD = (
+        ("correctness", 0.0, 0.60, "the answer's result matches the reference"),
+        ("efficiency", 0.0, 0.20, "solved, with few steps beyond the honest path"),
+        ("grounding", 0.0, 0.20,
+         "share of the tables the answer reads that were inspected first (described or queried)"),
+        ("penalty", -0.20, 0.0, "the answer reads a stale table or a decoy column"),
+    )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
     @per_domain

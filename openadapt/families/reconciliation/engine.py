@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.reconciliation.domain import (
     LATE_DAYS,
     MAX_LAG_DAYS,
@@ -37,7 +37,7 @@ from openadapt.families.reconciliation.domain import (
     Source,
     pct,
 )
-from openadapt.kit import OpenAdaptEnvironment, Outcome, RewardComponents, TierProfile
+from openadapt.kit import Outcome, TierProfile
 from openadapt.kit.eci import OCR_DIGITS
 
 CONSTRAINT_RATE = 0.6  # share of hidden-constraint-tier episodes in which one party's terms carry a rule
@@ -224,22 +224,15 @@ def rule_lines(domain: ReconciliationDomain) -> list[str]:
     return lines
 
 
-class ReconciliationEnvironment(OpenAdaptEnvironment):
+class ReconciliationEnvironment(FamilyEnvironment):
     domain: ClassVar[ReconciliationDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
-
-    # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict = Verdict()
-        return verdict_rubric(
-            lambda: self._verdict,
-            ("detection", 0.0, 0.40, "share of planted discrepancies flagged on the right record"),
-            ("classification", 0.0, 0.20, "share flagged with the right type"),
-            ("resolution", 0.0, 0.25, "share flagged with the right resolution"),
-            ("efficiency", 0.0, 0.15, "correctness x precision x steps beyond the shortest honest path"),
-            ("penalty", -0.50, 0.0, "-0.15 per false flag"),
-        )
+    REWARD = (
+        ("detection", 0.0, 0.40, "share of planted discrepancies flagged on the right record"),
+        ("classification", 0.0, 0.20, "share flagged with the right type"),
+        ("resolution", 0.0, 0.25, "share flagged with the right resolution"),
+        ("efficiency", 0.0, 0.15, "correctness x precision x steps beyond the shortest honest path"),
+        ("penalty", -0.50, 0.0, "-0.15 per false flag"),
+    )
 
     # ---- the domain, indexed once per class -----------------------------------------------------------
     @per_domain

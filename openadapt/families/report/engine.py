@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from openadapt.families.engine import per_domain
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.report import downloads
 from openadapt.families.report.domain import ReportDomain
 from openadapt.families.report.grading import Grade, Grader, PdfState, credit, penalty
@@ -28,8 +28,6 @@ from openadapt.kit import (
     QueryRejected,
     ReadOnlySQL,
     RepeatStreak,
-    RewardComponent,
-    RewardComponents,
     ShapedEnvironment,
     TierProfile,
     action_key,
@@ -48,7 +46,7 @@ class Verdict:
 
     score: float  # the task grader's score of the final draft
     submitted: bool
-    grade_reward: float
+    grade: float  # the reward's grade component
     penalty: float
     solved: bool
 
@@ -83,10 +81,12 @@ def instructions(domain: ReportDomain, formats: Any, ep: Episode) -> str:
     return text
 
 
-class ReportEnvironment(ShapedEnvironment):
+class ReportEnvironment(FamilyEnvironment, ShapedEnvironment):
     domain: ClassVar[ReportDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
+    REWARD = (
+        ("grade", 0.0, 1.0, "the task's grader score at submit_report (half of it when the budget runs out)"),
+        ("penalty", -0.5, 0.0, "-0.1 per retry of a permanently failed address, invented or misdirected recipient"),
+    )
 
     def __init__(self) -> None:
         self._conn = None
@@ -101,13 +101,9 @@ class ReportEnvironment(ShapedEnvironment):
         return Desk(cls.domain)
 
     # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        return RewardComponents(
-            RewardComponent("grade", 0.0, 1.0, lambda a, o: self._final_verdict().grade_reward,
-                            "the task's grader score at submit_report (half of it when the budget runs out)"),
-            RewardComponent("penalty", -0.5, 0.0, lambda a, o: self._final_verdict().penalty,
-                            "-0.1 per retry of a permanently failed address, invented or misdirected recipient"),
-        )
+    def verdict(self) -> Verdict:
+        """The verdict of submit_report, or (when the budget ends the episode) of the draft as it stands."""
+        return self._verdict if self._verdict is not None else self._conclude(submitted=False)
 
     # ---- episode generation ---------------------------------------------------------------------------
     def reset(self, seed: int | None = None, episode_id: str | None = None, eci: int = 1, task: str | None = None,
@@ -279,17 +275,13 @@ class ReportEnvironment(ShapedEnvironment):
         pen = penalty(self._episode, self._mail, self._unknown_recipients)
         self._verdict = Verdict(
             score=result.score, submitted=submitted,
-            grade_reward=result.score if submitted else EXHAUSTED_SHARE * result.score,
+            grade=result.score if submitted else EXHAUSTED_SHARE * result.score,
             penalty=pen, solved=submitted and result.score >= 1.0 - SOLVED_EPSILON and pen == 0.0,
         )
         ending = "submitted" if submitted else "not submitted before the budget ran out: half credit"
         self._grade_lines = [*result.lines, f"final: {ending}; penalty {pen:+.2f}"]
         self._graded_score = result.score
         return self._verdict
-
-    def _final_verdict(self) -> Verdict:
-        """The verdict of submit_report, or (when the budget ends the episode) of the draft as it stands."""
-        return self._verdict if self._verdict is not None else self._conclude(submitted=False)
 
     # ---- views ----------------------------------------------------------------------------------------
     def observe(self) -> dict[str, Any]:

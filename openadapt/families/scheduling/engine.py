@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.scheduling import solver
 from openadapt.families.scheduling.domain import HiddenRule, SchedulingDomain, Site, Staff, TaskType
 from openadapt.families.scheduling.models import (
@@ -34,7 +34,7 @@ from openadapt.families.scheduling.models import (
     StaffView,
     TaskView,
 )
-from openadapt.kit import Outcome, RewardComponents, TierProfile
+from openadapt.kit import Outcome, TierProfile
 from openadapt.kit.step_shaping import ShapedEnvironment
 
 # The objective, in points (the system prompt states it).
@@ -193,21 +193,18 @@ def duration_text(total: int) -> str:
     return f"{hours}h{mins:02d}" if mins else f"{hours}h"
 
 
-class SchedulingEnvironment(ShapedEnvironment):
+class SchedulingEnvironment(FamilyEnvironment, ShapedEnvironment):
     domain: ClassVar[SchedulingDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
+    REWARD = (
+        ("coverage", 0.0, 0.30, "tasks the plan keeps, less missing mandatory ones, over the optimum's count"),
+        ("objective", 0.0, 0.50, "(plan score / optimum) ** 4"),
+        ("efficiency", 0.0, 0.20, "submitted plan, steps beyond the shortest honest path (scaled by objective)"),
+        ("penalty", -0.50, 0.0, "-0.25 per request booked that must not be"),
+    )
 
     # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        self._verdict: Verdict | None = None
-        return verdict_rubric(
-            self._judge,
-            ("coverage", 0.0, 0.30, "tasks the plan keeps, less missing mandatory ones, over the optimum's count"),
-            ("objective", 0.0, 0.50, "(plan score / optimum) ** 4"),
-            ("efficiency", 0.0, 0.20, "submitted plan, steps beyond the shortest honest path (scaled by objective)"),
-            ("penalty", -0.50, 0.0, "-0.25 per request booked that must not be"),
-        )
+    def verdict(self) -> Verdict:
+        return self._judge()
 
     # ---- small facts ----------------------------------------------------------------------------------
     @property

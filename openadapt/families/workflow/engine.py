@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from openadapt.families.domain import fill
-from openadapt.families.engine import per_domain, verdict_rubric
+from openadapt.families.engine import FamilyEnvironment, per_domain
 from openadapt.families.workflow.domain import Scenario, WorkflowDomain, lookalike
 from openadapt.families.workflow.rules import STUFFING_PENALTY, DeskRules
 from openadapt.families.workflow.world import (
@@ -42,7 +42,6 @@ from openadapt.kit import (
     Outcome,
     OversightReferee,
     Perturber,
-    RewardComponents,
     SchemaDrift,
     ShapedEnvironment,
     TierProfile,
@@ -108,10 +107,9 @@ def threshold_text(scenario: Scenario, amount: int) -> str:
     return fill(scenario.threshold_text, amount=f"{amount:,}")
 
 
-class WorkflowEnvironment(ShapedEnvironment):
+class WorkflowEnvironment(FamilyEnvironment, ShapedEnvironment):
     domain: ClassVar[WorkflowDomain]
-    observation_type: ClassVar[type]
-    action_type: ClassVar[type]
+    REWARD = tuple((name, 0.0, weight, DESCRIPTIONS[name]) for name, weight in WEIGHTS.items())
 
     # ---- the domain, prepared once per class ----------------------------------------------------------
     @per_domain
@@ -119,9 +117,8 @@ class WorkflowEnvironment(ShapedEnvironment):
         return DeskRules(cls.domain)
 
     # ---- reward ---------------------------------------------------------------------------------------
-    def build_rubric(self) -> RewardComponents:
-        return verdict_rubric(lambda: score(self._world), *((name, 0.0, weight, DESCRIPTIONS[name])
-                                                              for name, weight in WEIGHTS.items()))
+    def verdict(self) -> Any:
+        return score(self._world)
 
     # ---- episode generation ---------------------------------------------------------------------------
     def generate(self, rng: random.Random, tier: TierProfile) -> None:
