@@ -220,3 +220,36 @@ def test_local_choice_is_calibrated_against_a_content_free_task():
                               all_families())
     assert choice.family == "scheduling" and choice.method.startswith("calibrated")
     assert choice.scores["scheduling"] == max(choice.scores.values())
+
+
+def test_an_endpoint_that_dies_mid_design_publishes_nothing_and_keeps_the_attempt(llm, world, tmp_path, validator):
+    from openadapt.designer.chat import LLMError
+
+    scripted = ScriptedModel(world)
+
+    def respond(body: dict) -> Scripted:  # answers the first requests, then the server breaks
+        return scripted(body) if len(llm.requests) <= 6 else Scripted(status=503, error="overloaded")
+
+    llm.responder = respond
+    request = GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=LLMConfig(
+        base_url=llm.base_url, model="designer-1", api_key=KEY, backoff_s=0.01, max_retries=1))
+    with pytest.raises(LLMError, match="503"):
+        generate(request, validator=validator)
+    assert not (tmp_path / "pods").exists()
+    failed = list((tmp_path / ".failed").iterdir())
+    assert len(failed) == 1 and "stopped: LLMError" in (failed[0] / "FAILED.json").read_text()
+
+
+def test_ctrl_c_mid_design_publishes_nothing(llm, world, tmp_path, validator):
+    llm.responder = ScriptedModel(world)
+
+    def progress(phase: str, attempt: int, detail: str) -> None:
+        if "components[2]" in detail:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm)), progress=progress,
+                 validator=validator)
+    assert not (tmp_path / "pods").exists() and not list((tmp_path / ".staging").iterdir())
+    failed = list((tmp_path / ".failed").iterdir())
+    assert len(failed) == 1 and "KeyboardInterrupt" in (failed[0] / "FAILED.json").read_text()

@@ -542,7 +542,7 @@ def test_domain_errors_name_the_field():
     for mutate, message in expected.items():
         problems = _problems(mutate)
         assert any(p.startswith(message) for p in problems), (mutate.__name__, problems)
-    assert any(p.startswith("domain.texts.drift_notices[1]: must use {days}") for p in _problems(bad_placeholder))
+    assert any(p.startswith("domain.texts.drift_notices[1]: must contain {days}") for p in _problems(bad_placeholder))
 
 
 def test_schema_errors_name_the_field_too():

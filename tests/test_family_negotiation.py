@@ -5,6 +5,7 @@ measured separation of the reference policies."""
 import copy
 import math
 import random
+import re
 
 import pytest
 
@@ -13,9 +14,8 @@ from openadapt.envpkg.examples import write_example_package
 from openadapt.envpkg.loader import load, resolve
 from openadapt.envpkg.render import family_package, write_files
 from openadapt.families import get_family
-from openadapt.families.domain import DomainError
+from openadapt.families.domain import DomainError, template_pattern
 from openadapt.families.negotiation.engine import CONCESSION_EXPONENT, TOUGHNESS
-from openadapt.families.negotiation.policies import _pattern
 from openadapt.families.yamlio import dump_domain, read_domain_file
 
 COMPONENTS = {"deal", "conduct", "penalty"}
@@ -264,7 +264,8 @@ def test_bluffed_final_offers_come_before_the_real_floor(supplier):
     env.reset(seed=seed, eci=3)
     cp = env.oracle_view()
     first = _offer(env, cp.best_offer)
-    assert any(p.search(first.thread[-1]) for p in map(_pattern, env.domain.messages.final))
+    finals = [template_pattern(t, matches=".*?", flags=re.DOTALL) for t in env.domain.messages.final]
+    assert any(p.search(first.thread[-1]) for p in finals)
     called_final = env._their_utility(env._talk.standing)
     assert called_final > cp.reservation + 0.01  # it said "final" but was not at its floor...
     while not (obs := _offer(env, cp.best_offer)).done:

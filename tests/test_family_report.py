@@ -730,7 +730,7 @@ def test_a_broken_reference_names_the_field():
 
 def test_a_duplicate_names_the_field():
     problems = _edit(lambda d: d["subject_names"].__setitem__(5, "aldergrove capital"))
-    assert "already used by domain.subject_names[0]" in problems["domain.subject_names[5]"]
+    assert "repeats domain.subject_names[0]" in problems["domain.subject_names[5]"]
     problems = _edit(lambda d: d["kpis"][2].update(label="Net cash flow"))
     assert "already used" in problems["domain.kpis[2].label"]
     problems = _edit(lambda d: d["metrics"][1].update(field="report_date"))

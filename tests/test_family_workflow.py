@@ -785,7 +785,7 @@ def test_duplicates_name_their_field():
     problems = _problems(data)
     assert "already used" in problems["domain.scenarios[2].name"]
     assert "already handled by skill 'hr_ops'" in problems["domain.scenarios[1].skills[1].categories[3]"]
-    assert "twice" in problems["domain.staff_names[3]"]
+    assert "repeats domain.staff_names[0]" in problems["domain.staff_names[3]"]
 
 
 def test_a_domain_too_small_for_the_tiers_names_its_field():

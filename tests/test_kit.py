@@ -45,6 +45,28 @@ def test_perturber_protects_and_injects():
     assert len(out) == 2 + DEFAULT_PROFILES[5].distractors
 
 
+def test_misread_garbles_with_the_noise_rate_only():
+    text = "Titration of malt vinegar against sodium hydroxide, repeated three times"
+    clean = Perturber(random.Random(3), DEFAULT_PROFILES[1])
+    assert all(clean.misread(text, errors=4) == text for _ in range(50))  # ECI 1: no noise
+    noisy = Perturber(random.Random(3), DEFAULT_PROFILES[5])
+    lines = [noisy.misread(text, errors=3) for _ in range(400)]
+    garbled = [line for line in lines if line != text]
+    assert 0.3 < len(garbled) / len(lines) < 0.5  # the tier's noise rate (0.4)
+    assert all(abs(len(line) - len(text)) <= 6 for line in garbled)  # a few characters, not the line
+
+
+def test_misread_figures_stay_recognisable():
+    from openadapt.kit.eci import OCR_DIGITS
+
+    p = Perturber(random.Random(1), DEFAULT_PROFILES[5])
+    for _ in range(200):
+        shown = p.misread("1,250.80", rate=2.5, chars=OCR_DIGITS, pairs={})  # rate x noise = 1: always
+        assert shown != "1,250.80" and sum(a != b for a, b in zip(shown, "1,250.80", strict=True)) == 1
+        assert shown.translate(str.maketrans({v: k for k, v in OCR_DIGITS.items()})) == "1,250.80"
+    assert p.misread("no figures", rate=2.5, chars=OCR_DIGITS, pairs={}) == "no figures"
+
+
 def test_reward_components_clip_and_break_down():
     values = {"a": 0.9, "b": -2.0}
     rubric = RewardComponents(

@@ -137,7 +137,7 @@ class Session:
         self.turns.clear()
 
     def _compact_if_needed(self, extra_chars: int) -> None:
-        budget = self.budget_chars or int(0.75 * 3.2 * (self.backend.describe().n_ctx or 8192))
+        budget = self.budget_chars or int(0.8 * 3.0 * (self.backend.describe().n_ctx or 8192))
         size = sum(len(m["content"]) for m in self.messages) + extra_chars
         if size <= budget:
             return

@@ -56,7 +56,7 @@ class LocalSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     model: str | None = None  # catalogue id or .gguf path; None: $OPENADAPT_LOCAL_MODEL, then the default model
-    n_ctx: int = Field(default=8192, ge=256)  # the designer's prompt + reply must fit
+    n_ctx: int = Field(default=16384, ge=256)  # the designer's whole conversation (prefix + every piece) fits
     threads: int = Field(default_factory=default_threads, ge=1)
     n_batch: int = Field(default=512, ge=1)
     temperature: float = Field(default=0.2, ge=0.0)

@@ -264,12 +264,7 @@ class AssessmentEnvironment(FamilyEnvironment):
         if action.tool == tools.read:
             if section in self._read:
                 return Outcome(f"{action.tool} {section}: already read; nothing new.")
-            if section in case.missing:
-                shown = [fill(self.domain.notices.missing, section=title)]
-            else:
-                shown = [x.text for x in case.lines[section]]
-            self._read[section] = shown
-            self._shown.extend(shown)
+            shown = self._show(section, self.domain.notices.missing if section in case.missing else None)
             return Outcome(f"{action.tool} {section}: {len(shown)} line(s).")
         if action.tool == tools.request:
             if section not in case.missing:
@@ -277,14 +272,19 @@ class AssessmentEnvironment(FamilyEnvironment):
             if section in self._requested:
                 return Outcome(f"{action.tool} {section}: already requested; nothing new.")
             self._requested.add(section)
-            if case.missing[section]:
-                shown = [fill(self.domain.notices.absent, section=title)]
-            else:
-                shown = [x.text for x in case.lines[section]]
-            self._read[section] = shown
-            self._shown.extend(shown)
+            shown = self._show(section, self.domain.notices.absent if case.missing[section] else None)
             return Outcome(f"{action.tool} {section}: the original arrived ({len(shown)} line(s)).")
         return Outcome(f"Unknown tool {action.tool!r}.", error="unknown_tool")
+
+    def _show(self, section: str, notice: str | None) -> list[str]:
+        """The agent reads `section`: its lines, or the `notice` (a domain text naming it) in their place."""
+        if notice is not None:
+            shown = [fill(notice, section=self._index()["titles"][section])]
+        else:
+            shown = [x.text for x in self._case.lines[section]]
+        self._read[section] = shown
+        self._shown.extend(shown)
+        return shown
 
     def _submit(self, action: Any) -> Outcome:
         ix = self._index()

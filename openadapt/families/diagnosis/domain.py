@@ -39,8 +39,8 @@ class Component(DomainPart):
         "Names of the components this one needs in order to work (it shows symptoms when one of them fails). "
         "No cycles."))
     note: str = Field(min_length=5, max_length=200, description=(
-        "A routine runbook note about this component (ownership, location, schedule), e.g. 'owned by the "
-        "north-field crew; serviced every spring'. It never names a fault."))
+        "This component's own routine runbook note: who owns it, where it is, when it was last serviced, in its "
+        "own words (every component's note is different). It never names a fault."))
 
 
 class Metric(DomainPart):
