@@ -5,6 +5,7 @@ import copy
 import random
 
 import pytest
+from family_checks import rejected
 
 from openadapt.envpkg.evaluation import evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
@@ -370,11 +371,8 @@ def test_eci_5_has_the_smaller_budget_and_the_oracle_fits_it(lab):
     ],
 )
 def test_invalid_actions_are_rejected_with_a_code(lab, payload, code):
-    env = lab.make_env()
-    env.reset(seed=1, eci=1)
-    obs = env.step(lab.action_cls.model_validate(payload))
-    assert obs.error == code and obs.feedback and not obs.done
-    assert obs.reward == FAMILY.invalid_action_reward
+    rejected(lab, payload, code)
+    assert lab.section.invalid_action_reward == FAMILY.invalid_action_reward
 
 
 def test_out_of_range_level_or_unknown_section_is_a_malformed_completion(lab):

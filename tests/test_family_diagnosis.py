@@ -1,10 +1,10 @@
-import math
 import random
 import shutil
 import subprocess
 import sys
 
 import pytest
+from family_checks import metadata_contract, play, rejected, trajectory
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.envpkg.loader import SEEDS_DIR
@@ -12,18 +12,10 @@ from openadapt.envpkg.loader import SEEDS_DIR
 COMPONENTS = {"correctness", "efficiency", "quality", "calibration", "penalty"}
 
 
-def _trajectory(pkg, policy_name, seed, eci):
-    env = pkg.make_env()
-    policy = make_policy(pkg, policy_name)
-    steps = []
-    run_episode(env, policy, seed, eci, on_step=lambda a, o: steps.append((a.model_dump(), o.model_dump())))
-    return steps
-
-
 @pytest.mark.parametrize("eci", [1, 3, 5])
 def test_episode_is_a_function_of_seed_and_tier(triage, eci):
-    first = _trajectory(triage, "random", 11, eci)
-    assert first == _trajectory(triage, "random", 11, eci)
+    first = trajectory(triage, "random", 11, eci)
+    assert first == trajectory(triage, "random", 11, eci)
     env = triage.make_env()
     openings = {env.reset(seed=s, eci=eci).model_dump_json(exclude={"metadata"}) for s in range(20)}
     assert len(openings) == 20
@@ -38,22 +30,7 @@ def test_reset_seed_is_recorded_when_not_given(triage):
 
 
 def test_metadata_contract_on_every_final_observation(triage):
-    env = triage.make_env()
-    for eci in range(1, 6):
-        for policy in ("oracle", "heuristic", "random"):
-            obs = env.reset(seed=eci, eci=eci)
-            assert obs.metadata["eci"] == eci and obs.metadata["step"] == 0
-            agent = make_policy(triage, policy)
-            agent.begin(env, obs, random.Random(0))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert obs.metadata["eci"] == eci and obs.eci == eci
-            meta = obs.metadata
-            assert isinstance(meta["solved"], bool)
-            assert 0.0 <= meta["solve_rate_signal"] <= 1.0
-            assert set(meta["reward_components"]) == COMPONENTS
-            assert meta["termination"] in {"agent", "budget_exhausted"}
-            assert meta["step"] <= triage.section.step_budget[eci]
+    metadata_contract(triage, COMPONENTS, range(1, 6), tier=lambda s: s, rng=lambda s: random.Random(0))
 
 
 def test_solve_rate_signal_is_the_rolling_solve_rate(triage):
@@ -67,17 +44,8 @@ def test_solve_rate_signal_is_the_rolling_solve_rate(triage):
 
 
 def test_rewards_stay_in_declared_range(triage):
-    low, high = triage.section.reward_range
-    env = triage.make_env()
-    for seed in range(60):
-        for policy in ("random", "heuristic", "oracle"):
-            agent = make_policy(triage, policy)
-            obs = env.reset(seed=seed, eci=seed % 5 + 1)
-            agent.begin(env, obs, random.Random(seed))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert math.isfinite(obs.reward) and low <= obs.reward <= high
-            assert sum(obs.metadata["reward_components"].values()) <= high + 1e-9
+    for _, _, final in play(triage, range(60)):
+        assert sum(final.metadata["reward_components"].values()) <= triage.section.reward_range[1] + 1e-9
 
 
 def test_tiers_are_really_harder(triage):
@@ -180,11 +148,7 @@ def test_malformed_completion_costs_the_declared_penalty(triage):
     ],
 )
 def test_invalid_actions_are_rejected_with_a_code_and_penalty(triage, payload, code):
-    env = triage.make_env()
-    env.reset(seed=1, eci=1)
-    obs = env.step(triage.action_cls(**payload))
-    assert obs.error == code and obs.feedback
-    assert obs.reward == triage.section.invalid_action_reward and not obs.done
+    rejected(triage, payload, code)
 
 
 def test_wrong_typed_action_is_rejected_by_the_schema(triage):

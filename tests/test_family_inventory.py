@@ -12,16 +12,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from family_checks import act, metadata_contract, package, trajectory
 
 from openadapt.envpkg.evaluation import evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
 from openadapt.envpkg.loader import load, resolve
-from openadapt.envpkg.render import family_package, write_files
 from openadapt.families import get_family
 from openadapt.families.domain import DomainError
 from openadapt.families.inventory.engine import COST_MARGIN
 from openadapt.families.inventory.policies import CarefulPlanner
-from openadapt.families.yamlio import dump_domain
 from openadapt.kit.policy import policy_rng
 
 FAMILY = get_family("inventory")
@@ -131,10 +130,7 @@ tools: {check: stocktake_part, notices: read_vendor_notice, order: raise_requisi
 
 
 def _package(root: Path, name: str, data: dict):
-    domain = FAMILY.parse_domain(data)
-    section = FAMILY.section(task=f"{domain.title}: keep the parts in stock.")
-    write_files(family_package(name, section, dump_domain(domain), f"# {name}\n"), root / name)
-    return load(resolve(str(root / name)))
+    return package(FAMILY, root, name, data, task="{title}: keep the parts in stock.")
 
 
 @pytest.fixture(scope="module")
@@ -157,10 +153,6 @@ def fleet(tmp_path_factory):
 @pytest.fixture(scope="module", params=["warehouse", "pharmacy", "fleet"])
 def any_pkg(request):
     return request.getfixturevalue(request.param)
-
-
-def act(env, **fields):
-    return env.step(env.action_type(**fields))
 
 
 def find(env, eci, predicate, start=0):
@@ -198,35 +190,16 @@ def test_the_family_is_registered_with_its_examples():
 
 @pytest.mark.parametrize("eci", [1, 3, 5])
 def test_episode_is_a_function_of_seed_and_tier(any_pkg, eci):
-    def trajectory(policy):
-        env, steps = any_pkg.make_env(), []
-        run_episode(env, make_policy(any_pkg, policy), 11, eci,
-                    on_step=lambda a, o: steps.append((a.model_dump(), o.model_dump())))
-        return steps
-
     for policy in ("random", "heuristic"):
-        assert trajectory(policy) == trajectory(policy)
+        assert trajectory(any_pkg, policy, 11, eci) == trajectory(any_pkg, policy, 11, eci)
     env = any_pkg.make_env()
     openings = {env.reset(seed=s, eci=eci).model_dump_json(exclude={"metadata"}) for s in range(20)}
     assert len(openings) == 20
 
 
 def test_metadata_contract_and_reward_range(any_pkg):
-    env = any_pkg.make_env()
-    low, high = any_pkg.section.reward_range
-    for seed in range(10):
-        eci = seed % 5 + 1
-        for policy in ("oracle", "heuristic", "random"):
-            obs = env.reset(seed=seed, eci=eci)
-            agent = make_policy(any_pkg, policy)
-            agent.begin(env, obs, policy_rng(seed))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert math.isfinite(obs.reward) and low <= obs.reward <= high
-            meta = obs.metadata
-            assert set(meta["reward_components"]) == COMPONENTS and isinstance(meta["solved"], bool)
-            assert sum(meta["reward_components"].values()) <= 1.0 + 1e-9
-            assert meta["step"] <= any_pkg.section.step_budget[eci]
+    for _, _, final in metadata_contract(any_pkg, COMPONENTS, range(10), rng=policy_rng):
+        assert sum(final.metadata["reward_components"].values()) <= 1.0 + 1e-9
 
 
 def test_tiers_separate_the_policies_on_every_domain(any_pkg):

@@ -3,20 +3,19 @@ validation with field paths, a third world (a salary offer, written here) throug
 measured separation of the reference policies."""
 
 import copy
-import math
 import random
 import re
 
 import pytest
+from family_checks import package, play, rejected, trajectory
 
-from openadapt.envpkg.evaluation import evaluate, make_policy, run_episode
+from openadapt.envpkg.evaluation import evaluate, make_policy
 from openadapt.envpkg.examples import write_example_package
 from openadapt.envpkg.loader import load, resolve
-from openadapt.envpkg.render import family_package, write_files
 from openadapt.families import get_family
 from openadapt.families.domain import DomainError, template_pattern
 from openadapt.families.negotiation.engine import CONCESSION_EXPONENT, TOUGHNESS
-from openadapt.families.yamlio import dump_domain, read_domain_file
+from openadapt.families.yamlio import read_domain_file
 
 COMPONENTS = {"deal", "conduct", "penalty"}
 FAMILY = get_family("negotiation")
@@ -88,11 +87,8 @@ SALARY = {
 
 
 def _package(root, name, domain_data):
-    domain = FAMILY.parse_domain(domain_data)
-    section = FAMILY.section(task=f"{domain.title}: negotiate the package")
-    files = family_package(name, section, dump_domain(domain), f"# {name}\n\n{domain.summary}\n")
-    write_files(files, root / name)
-    return load(resolve(str(root / name)))
+    return package(FAMILY, root, name, domain_data, task="{title}: negotiate the package",
+                   readme="# {name}\n\n{summary}\n")
 
 
 @pytest.fixture(scope="module")
@@ -138,13 +134,7 @@ def test_family_is_registered_with_its_examples():
 # ---- determinism -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("eci", [1, 3, 5])
 def test_episode_is_a_function_of_seed_and_tier(supplier, eci):
-    def trajectory():
-        env, steps = supplier.make_env(), []
-        run_episode(env, make_policy(supplier, "random"), 11, eci,
-                    on_step=lambda a, o: steps.append((a.model_dump(), o.model_dump())))
-        return steps
-
-    assert trajectory() == trajectory()
+    assert trajectory(supplier, "random", 11, eci) == trajectory(supplier, "random", 11, eci)
     env = supplier.make_env()
     openings = {env.reset(seed=s, eci=eci).model_dump_json(exclude={"metadata"}) for s in range(20)}
     assert len(openings) == 20
@@ -380,11 +370,7 @@ def test_top_tier_is_tougher_and_has_the_smaller_budget(supplier):
     ],
 )
 def test_invalid_moves_are_rejected_with_a_code(supplier, payload, code):
-    env = supplier.make_env()
-    env.reset(seed=1, eci=1)
-    obs = env.step(supplier.action_cls(**payload))
-    assert obs.error == code and obs.feedback and not obs.done
-    assert obs.reward == supplier.section.invalid_action_reward
+    rejected(supplier, payload, code)
 
 
 def test_out_of_range_terms_and_unknown_moves_fail_the_schema(supplier):
@@ -396,18 +382,11 @@ def test_out_of_range_terms_and_unknown_moves_fail_the_schema(supplier):
 
 
 def test_rewards_stay_in_range_and_the_state_holds_no_secret(supplier):
-    low, high = supplier.section.reward_range
-    env = supplier.make_env()
-    for seed in range(40):
-        for policy in ("random", "heuristic", "oracle"):
-            agent = make_policy(supplier, policy)
-            obs = env.reset(seed=seed, eci=seed % 5 + 1)
-            assert all(s not in env.state.model_dump_json() for s in env.secret_values())
-            agent.begin(env, obs, random.Random(seed))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert math.isfinite(obs.reward) and low <= obs.reward <= high
-            assert set(obs.metadata["reward_components"]) == COMPONENTS
+    def no_secret(env, obs):
+        assert all(s not in env.state.model_dump_json() for s in env.secret_values())
+
+    for _, _, final in play(supplier, range(40), on_reset=no_secret):
+        assert set(final.metadata["reward_components"]) == COMPONENTS
 
 
 def test_prompts_render_and_actions_round_trip(supplier):

@@ -5,11 +5,11 @@ import json
 import random
 
 import pytest
+from family_checks import act, package, rejected
 
 from openadapt.envpkg.evaluation import evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
 from openadapt.envpkg.loader import load
-from openadapt.envpkg.render import family_package, write_files
 from openadapt.families import get_family
 from openadapt.families.domain import DomainError
 from openadapt.families.querying.database import (
@@ -20,7 +20,6 @@ from openadapt.families.querying.database import (
     same_result,
     same_value,
 )
-from openadapt.families.yamlio import dump_domain
 
 COMPONENTS = {"correctness", "efficiency", "grounding", "penalty"}
 
@@ -36,11 +35,7 @@ def sales(tmp_path_factory):
 
 
 def _package(family, data, root, name):
-    domain = family.parse_domain(data)
-    section = family.section(task=f"{domain.title}: answer questions with SQL.")
-    files = family_package(name, section, dump_domain(domain), f"# {name}\n")
-    write_files(files, root / name)
-    return load(str(root / name))
+    return package(family, root, name, data, task="{title}: answer questions with SQL.")
 
 
 def _reset_until(env, eci, predicate, seeds=range(400)):
@@ -51,13 +46,9 @@ def _reset_until(env, eci, predicate, seeds=range(400)):
     raise AssertionError("no episode matched")
 
 
-def _step(env, **fields):
-    return env.step(env.action_type(**fields))
-
-
 def _described(env, obs):
     for table in env.oracle_view().oracle_tables:
-        obs = _step(env, tool="describe_table", table=table)
+        obs = act(env, tool="describe_table", table=table)
     return obs
 
 
@@ -101,7 +92,7 @@ def _trace(pkg, env, seed, eci):
 def test_checked_correct_answer_scores_full_and_components_add_up(sales):
     env = sales.make_env()
     obs = _described(env, env.reset(seed=5, eci=1))
-    final = _step(env, tool="submit_answer", sql=env.oracle_view().reference)
+    final = act(env, tool="submit_answer", sql=env.oracle_view().reference)
     meta = final.metadata
     assert meta["solved"] and final.reward == pytest.approx(1.0)
     assert meta["reward_components"] == {"correctness": 0.6, "efficiency": 0.2, "grounding": 0.2, "penalty": 0.0}
@@ -111,13 +102,13 @@ def test_checked_correct_answer_scores_full_and_components_add_up(sales):
 def test_unchecked_answer_loses_grounding_and_wasted_steps_cost_efficiency(sales):
     env = sales.make_env()
     env.reset(seed=5, eci=1)
-    blind = _step(env, tool="submit_answer", sql=env.oracle_view().reference)
+    blind = act(env, tool="submit_answer", sql=env.oracle_view().reference)
     assert blind.metadata["solved"] and blind.metadata["reward_components"]["grounding"] == 0.0
     env.reset(seed=5, eci=1)
     for _ in range(3):
-        _step(env, tool="list_tables")
+        act(env, tool="list_tables")
     _described(env, None)
-    slow = _step(env, tool="submit_answer", sql=env.oracle_view().reference).metadata["reward_components"]
+    slow = act(env, tool="submit_answer", sql=env.oracle_view().reference).metadata["reward_components"]
     assert slow["grounding"] == pytest.approx(0.2) and 0.0 < slow["efficiency"] < 0.2
 
 
@@ -126,7 +117,7 @@ def test_wrong_answer_is_not_solved(sales):
     env.reset(seed=5, eci=1)
     case = env.oracle_view()
     table = next(iter(case.read))
-    final = _step(env, tool="submit_answer", sql=f"SELECT COUNT(*) + 1000 FROM {table}")
+    final = act(env, tool="submit_answer", sql=f"SELECT COUNT(*) + 1000 FROM {table}")
     meta = final.metadata
     assert final.done and not meta["solved"]
     assert meta["reward_components"]["correctness"] == 0.0 and meta["reward_components"]["efficiency"] == 0.0
@@ -136,12 +127,12 @@ def test_value_answer_counts_when_it_was_computed(sales):
     env = sales.make_env()
     seed, _ = _reset_until(env, 1, lambda c: len(c.gold) == 1 and len(c.gold[0]) == 1)
     value = env.oracle_view().gold_cells[0]
-    guessed = _step(env, tool="submit_answer", value=value)
+    guessed = act(env, tool="submit_answer", value=value)
     assert guessed.metadata["solved"] and guessed.metadata["reward_components"]["grounding"] == 0.0
     env.reset(seed=seed, eci=1)
-    shown = _step(env, tool="run_query", sql=env.oracle_view().reference)
+    shown = act(env, tool="run_query", sql=env.oracle_view().reference)
     assert value in " ".join(shown.result)
-    computed = _step(env, tool="submit_answer", value=value)
+    computed = act(env, tool="submit_answer", value=value)
     assert computed.metadata["solved"] and computed.metadata["reward_components"]["grounding"] == 0.2
 
 
@@ -177,7 +168,7 @@ def test_tier_2_renames_and_withholds_documentation_and_leaves_nulls(sales):
         case = env.oracle_view()
         renamed += any(case.placement.table(t) != t or any(case.placement.column(t, c) != c for c in cols)
                        for t, cols in case.read.items())
-        text = "\n".join(_step(env, tool="describe_table", table=name).described[-1] for name in sorted(case.tables))
+        text = "\n".join(act(env, tool="describe_table", table=name).described[-1] for name in sorted(case.tables))
         withheld += "(no description)" in "\n".join(env.observe()["described"])
         nulls += any(v is None for t in case.tables.values() for row in t.rows for v in row)
         assert not case.placement.stale and not case.placement.hidden and text
@@ -191,12 +182,12 @@ def test_tier_3_plants_distractors_that_wear_documented_names(sales):
     documented = next(t for t, (_, wears) in case.placement.stale.items() if wears)
     live = case.placement.table(documented)
     assert documented in obs.tables and live in obs.tables and live != documented
-    catalog = _step(env, tool="list_tables").catalog
+    catalog = act(env, tool="list_tables").catalog
     assert any(line.startswith(f"{documented} ") and live in line for line in catalog)  # the stale note says so
     # the documented query runs on the stale copy: wrong, and penalised for reading a distractor
     env.reset(seed=seed, eci=3)
     sources, _ = oracle_sources(env.domain, case.read, case.placement, skip=("stale", documented, None))
-    final = _step(env, tool="submit_answer", sql=adapter_sql(case.reference, sources))
+    final = act(env, tool="submit_answer", sql=adapter_sql(case.reference, sources))
     assert not final.metadata["solved"] and final.metadata["reward_components"]["penalty"] == pytest.approx(-0.2)
 
 
@@ -207,14 +198,14 @@ def test_tier_4_hidden_soft_delete_is_only_revealed_by_describing_the_table(sale
     table = case.placement.hidden[0][1]
     note = env.domain.table(table).soft_delete.note.split(";")[0]
     assert note not in obs.model_dump_json()
-    described = _step(env, tool="describe_table", table=case.placement.table(table))
+    described = act(env, tool="describe_table", table=case.placement.table(table))
     assert note in "\n".join(described.described)
     sources, _ = oracle_sources(env.domain, case.read, case.placement, skip=case.placement.hidden[0])
     env.reset(seed=seed, eci=4)
-    assert not _step(env, tool="submit_answer", sql=adapter_sql(case.reference, sources)).metadata["solved"]
+    assert not act(env, tool="submit_answer", sql=adapter_sql(case.reference, sources)).metadata["solved"]
     env.reset(seed=seed, eci=4)
     _described(env, None)
-    assert _step(env, tool="submit_answer", sql=case.oracle_sql).metadata["solved"]
+    assert act(env, tool="submit_answer", sql=case.oracle_sql).metadata["solved"]
 
 
 def test_tier_4_unit_change_is_documented_only_in_the_column_comment(sales):
@@ -225,7 +216,7 @@ def test_tier_4_unit_change_is_documented_only_in_the_column_comment(sales):
     unit = next(c for c in env.domain.table(table).columns if c.name == column).unit
     assert unit.name not in obs.model_dump_json() and unit.note not in obs.model_dump_json()
     live = next(t for t in case.oracle_tables if any(c.name == unit.name for c in case.tables[t].columns))
-    lines = _step(env, tool="describe_table", table=live).described
+    lines = act(env, tool="describe_table", table=live).described
     assert any(line.startswith(f"  - {unit.name} INTEGER") and unit.note in line for line in lines)
 
 
@@ -247,7 +238,7 @@ def test_tier_5_budget_is_smaller_and_exhaustion_ends_unsolved(sales):
     env = sales.make_env()
     env.reset(seed=2, eci=5)
     for i in range(budget[5]):
-        obs = _step(env, tool="list_tables")
+        obs = act(env, tool="list_tables")
         assert obs.done == (i == budget[5] - 1)
     assert obs.metadata["termination"] == "budget_exhausted" and not obs.metadata["solved"]
     for seed in range(30):  # the honest path always fits the smallest budget
@@ -267,20 +258,16 @@ def test_tier_5_budget_is_smaller_and_exhaustion_ends_unsolved(sales):
     ({"tool": "submit_answer", "sql": "SELECT amount FROM nowhere"}, "sql_error"),
 ])
 def test_invalid_actions_are_rejected_with_a_code(sales, payload, code):
-    env = sales.make_env()
-    env.reset(seed=1, eci=1)
-    obs = env.step(sales.action_cls(**payload))
-    assert obs.error == code and obs.feedback and not obs.done
-    assert obs.reward == sales.section.invalid_action_reward
+    env = rejected(sales, payload, code)
     assert env.oracle_view().tables["orders"].rows  # nothing was written
 
 
 def test_queries_are_read_only_and_bounded(sales):
     env = sales.make_env()
     env.reset(seed=1, eci=1)
-    obs = _step(env, tool="run_query", sql="SELECT COUNT(*) FROM order_items a, order_items b, order_items c")
+    obs = act(env, tool="run_query", sql="SELECT COUNT(*) FROM order_items a, order_items b, order_items c")
     assert obs.error == "sql_too_slow"
-    obs = _step(env, tool="run_query", sql="SELECT id FROM order_items")
+    obs = act(env, tool="run_query", sql="SELECT id FROM order_items")
     assert obs.result[-1].startswith("... (more rows") and len(obs.result) == 22
 
 

@@ -4,7 +4,6 @@ run by the same engine (it holds no domain knowledge)."""
 
 import copy
 import datetime as dt
-import math
 import random
 import shutil
 import subprocess
@@ -13,11 +12,11 @@ from decimal import Decimal
 
 import pytest
 import yaml
+from family_checks import act, metadata_contract, package, play, rejected, trajectory
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
 from openadapt.envpkg.loader import SEEDS_DIR, load, resolve
-from openadapt.envpkg.render import family_package, write_files
 from openadapt.families import get_family
 from openadapt.families.domain import DomainError
 from openadapt.families.report import downloads
@@ -90,11 +89,7 @@ kpis:
 
 
 def _package(root, name, domain_text, tags=("openadapt", "test")):
-    domain = FAMILY.parse_domain(parse_domain_yaml(domain_text))
-    files = family_package(name, FAMILY.section(task=f"{domain.title}."), dump_domain(domain), f"# {name}\n",
-                           tags=tags)
-    write_files(files, root / name)
-    return load(resolve(str(root / name)))
+    return package(FAMILY, root, name, parse_domain_yaml(domain_text), tags=tags)
 
 
 @pytest.fixture(scope="module")
@@ -121,19 +116,15 @@ def _episode_where(env, predicate, eci=1, task="daily_full", seeds=range(400)):
     raise AssertionError("no seed matched")
 
 
-def _act(env, **fields):
-    return env.step(env.action_type(**fields))
-
-
 def _fill(env, upto_pdf=True):
     """Write the whole report exactly (oracle values) and, optionally, finalise the PDF."""
     ep = env.oracle_view()
     for name in ep.task.fields:
-        obs = _act(env, command="set_field", field=name, value=ep.expected[name])
+        obs = act(env, command="set_field", field=name, value=ep.expected[name])
     for row in ep.rows if ep.task.kpi_rows else []:
-        obs = _act(env, command="add_kpi_row", label=row.label, value=row.value)
+        obs = act(env, command="add_kpi_row", label=row.label, value=row.value)
     if upto_pdf and ep.task.kpi_rows:
-        obs = _act(env, command="finalize_pdf")
+        obs = act(env, command="finalize_pdf")
     return obs
 
 
@@ -320,22 +311,14 @@ def test_weekly_periods_and_whole_unit_amounts(warehouse):
 
 
 # ---- the contract ------------------------------------------------------------------------------------------
-def _trajectory(pkg, policy_name, seed, eci):
-    env = pkg.make_env()
-    steps = []
-    run_episode(env, make_policy(pkg, policy_name), seed, eci,
-                on_step=lambda a, o: steps.append((a.model_dump(), o.model_dump())))
-    return steps
-
-
 @pytest.mark.parametrize("eci", [1, 3, 5])
 def test_episode_is_a_function_of_seed_and_tier(report, eci):
     for policy in ("random", "heuristic", "oracle"):
-        assert _trajectory(report, policy, 11, eci) == _trajectory(report, policy, 11, eci)
+        assert trajectory(report, policy, 11, eci) == trajectory(report, policy, 11, eci)
     full = []
     for env in (report.make_env(), report.make_env()):  # through the PDF too: its feedback, its graded text
         env.reset(seed=11, eci=eci, task="daily_full")
-        full.append([_fill(env).model_dump(), _act(env, command="check_report").model_dump()])
+        full.append([_fill(env).model_dump(), act(env, command="check_report").model_dump()])
     assert full[0] == full[1]
     env = report.make_env()
     openings = {env.reset(seed=s, eci=eci).model_dump_json(exclude={"metadata"}) for s in range(20)}
@@ -356,35 +339,12 @@ def test_the_task_comes_from_the_seed_unless_reset_names_it(report):
 
 
 def test_metadata_contract_on_every_final_observation(report):
-    env = report.make_env()
-    for eci in range(1, 6):
-        for policy in ("oracle", "heuristic", "random"):
-            obs = env.reset(seed=eci, eci=eci)
-            assert obs.metadata["eci"] == eci and obs.metadata["step"] == 0
-            agent = make_policy(report, policy)
-            agent.begin(env, obs, random.Random(0))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert obs.metadata["eci"] == eci and obs.eci == eci
-            meta = obs.metadata
-            assert isinstance(meta["solved"], bool) and 0.0 <= meta["solve_rate_signal"] <= 1.0
-            assert set(meta["reward_components"]) == COMPONENTS
-            assert meta["termination"] in {"agent", "budget_exhausted"}
-            assert meta["step"] <= report.section.step_budget[eci]
+    metadata_contract(report, COMPONENTS, range(1, 6), tier=lambda s: s, rng=lambda s: random.Random(0))
 
 
 def test_rewards_stay_in_declared_range(report):
-    low, high = report.section.reward_range
-    env = report.make_env()
-    for seed in range(30):
-        for policy in ("random", "heuristic", "oracle"):
-            agent = make_policy(report, policy)
-            obs = env.reset(seed=seed, eci=seed % 5 + 1)
-            agent.begin(env, obs, random.Random(seed))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert math.isfinite(obs.reward) and low <= obs.reward <= high
-            assert sum(obs.metadata["reward_components"].values()) <= high + 1e-9
+    for _, _, final in play(report, range(30)):
+        assert sum(final.metadata["reward_components"].values()) <= report.section.reward_range[1] + 1e-9
 
 
 def test_tiers_are_really_harder(report):
@@ -450,13 +410,13 @@ def test_hidden_constraint_tier_sets_a_house_style_only_check_report_reveals(rep
     ep = env.oracle_view()
     assert "DD/MM/YYYY" not in obs.model_dump_json() and "house style" not in obs.instructions
     iso = ep.report_date.isoformat()
-    stored = _act(env, command="set_field", field="report_date", value=iso)
+    stored = act(env, command="set_field", field="report_date", value=iso)
     assert 0 < stored.reward < 0.2 / 3 and "DD/MM/YYYY" not in stored.model_dump_json()  # partial credit only
     assert "this customer's house style writes dates as DD/MM/YYYY (e.g. 05/01/2026)" in env.secret_values()
-    checked = _act(env, command="check_report")
+    checked = act(env, command="check_report")
     assert "report_date: right value, wrong format: this customer's house style writes dates as DD/MM/YYYY " \
            "(e.g. 05/01/2026)" in checked.grade_report
-    fixed = _act(env, command="set_field", field="report_date", value=ep.expected["report_date"])
+    fixed = act(env, command="set_field", field="report_date", value=ep.expected["report_date"])
     assert fixed.reward == pytest.approx(0.2 / 3 * 0.75, abs=1e-6)
 
 
@@ -467,7 +427,7 @@ def test_the_last_tier_has_the_smaller_budget(report):
     env.reset(seed=2, eci=5, task="daily_header")
     _fill(env)
     for i in range(budget[5] - 3):
-        obs = _act(env, command="query", sql=f"SELECT {i}")
+        obs = act(env, command="query", sql=f"SELECT {i}")
     assert obs.done and obs.metadata["termination"] == "budget_exhausted" and not obs.metadata["solved"]
     assert obs.metadata["reward_components"] == {"grade": 0.5, "penalty": 0.0}  # half the draft's grade
     assert obs.reward == pytest.approx(0.5) and obs.graded_score == 1.0
@@ -486,8 +446,8 @@ def test_pdf_text_matches_the_submitted_report(report):
     assert printed == env.desk().layout.lines(obs.draft, [(r.label, r.value) for r in ep.rows])
     assert f"Total repaid: {ep.expected['total_repaid']}" in printed
     while obs.delivery_status != "delivered":  # the oracle's recipient: retries only flaky-network failures
-        obs = _act(env, command="send_email", recipient=ep.designated)
-    final = _act(env, command="submit_report")
+        obs = act(env, command="send_email", recipient=ep.designated)
+    final = act(env, command="submit_report")
     assert final.metadata["solved"] and final.graded_score == 1.0
     assert final.metadata["reward_components"] == {"grade": 1.0, "penalty": 0.0}
     assert any("8 of 8 expected lines found" in line for line in final.grade_report)
@@ -498,12 +458,12 @@ def test_grader_parts_of_the_full_report(report):
     _episode_where(env, lambda ep: ep.flaps == 0 and ep.designated == ep.primary)
     ep = env.oracle_view()
     for name in ep.task.fields:
-        _act(env, command="set_field", field=name, value=ep.expected[name])
-    checked = _act(env, command="check_report")  # summary right, no rows, no PDF, no delivery
+        act(env, command="set_field", field=name, value=ep.expected[name])
+    checked = act(env, command="check_report")  # summary right, no rows, no PDF, no delivery
     assert checked.graded_score == pytest.approx(0.35)
-    _act(env, command="add_kpi_row", label=ep.rows[0].label, value=ep.rows[0].value)
-    _act(env, command="add_kpi_row", label=ep.rows[1].label, value="0.00")
-    assert _act(env, command="check_report").graded_score == pytest.approx(0.35 + 0.20 / 2)
+    act(env, command="add_kpi_row", label=ep.rows[0].label, value=ep.rows[0].value)
+    act(env, command="add_kpi_row", label=ep.rows[1].label, value="0.00")
+    assert act(env, command="check_report").graded_score == pytest.approx(0.35 + 0.20 / 2)
     assert "kpi row 2: wrong value" in env.observe()["grade_report"]
 
 
@@ -512,13 +472,13 @@ def test_a_pdf_that_does_not_show_the_draft_is_graded_down(report):
     env.reset(seed=7, eci=1, task="daily_full")
     ep = env.oracle_view()
     _fill(env, upto_pdf=False)
-    _act(env, command="set_field", field="total_repaid", value="1.00")
-    _act(env, command="finalize_pdf")
-    obs = _act(env, command="set_field", field="total_repaid", value=ep.expected["total_repaid"])
+    act(env, command="set_field", field="total_repaid", value="1.00")
+    act(env, command="finalize_pdf")
+    obs = act(env, command="set_field", field="total_repaid", value=ep.expected["total_repaid"])
     assert obs.pdf_status == "stale"
-    refused = _act(env, command="send_email", recipient=ep.designated)
+    refused = act(env, command="send_email", recipient=ep.designated)
     assert refused.error == "pdf_stale" and refused.reward == 0.0
-    checked = _act(env, command="check_report")
+    checked = act(env, command="check_report")
     assert any("7 of 8 expected lines" in line and "stale" in line for line in checked.grade_report)
     assert checked.graded_score < 0.8
 
@@ -533,7 +493,7 @@ def test_a_transient_network_failure_is_retried_to_success(report):
     assert [o.delivery_status for o in statuses] == ["failed_transient", "failed_transient", "delivered"]
     assert TRANSIENT in statuses[0].outbox[0] and all(o.reward == 0.0 for o in statuses)  # two retries are free
     assert env.step(send).error == "already_delivered"
-    final = _act(env, command="submit_report")
+    final = act(env, command="submit_report")
     assert final.metadata["solved"] and final.metadata["reward_components"] == {"grade": 1.0, "penalty": 0.0}
 
 
@@ -547,9 +507,9 @@ def test_a_permanent_failure_needs_the_backup_and_looping_on_it_is_penalised(rep
     assert first.delivery_status == "failed_permanent" and PERMANENT in first.outbox[-1]
     loops = [env.step(send) for _ in range(4)]  # a loop: retries 1-2 free of the streak penalty, then charged
     assert [o.reward for o in loops] == pytest.approx([0.0, 0.0, -0.05, -0.10])
-    delivered = _act(env, command="send_email", recipient=ep.backup)
+    delivered = act(env, command="send_email", recipient=ep.backup)
     assert delivered.delivery_status == "delivered"
-    final = _act(env, command="submit_report")
+    final = act(env, command="submit_report")
     assert final.graded_score == 1.0 and not final.metadata["solved"]  # delivered, but after a loop
     assert final.metadata["reward_components"]["penalty"] == pytest.approx(-0.4)
 
@@ -559,11 +519,11 @@ def test_the_right_fallback_without_a_loop_solves(report):
     _episode_where(env, lambda ep: ep.designated == ep.backup, eci=3)
     _fill(env)
     ep = env.oracle_view()
-    obs = _act(env, command="send_email", recipient=ep.primary)
+    obs = act(env, command="send_email", recipient=ep.primary)
     while obs.delivery_status != "failed_permanent":  # flaps first, then the 550
-        obs = _act(env, command="send_email", recipient=ep.primary)
-    _act(env, command="send_email", recipient=ep.backup)
-    final = _act(env, command="submit_report")
+        obs = act(env, command="send_email", recipient=ep.primary)
+    act(env, command="send_email", recipient=ep.backup)
+    final = act(env, command="submit_report")
     assert final.metadata["solved"] and final.reward == pytest.approx(1.0)
 
 
@@ -572,13 +532,13 @@ def test_invented_and_misdirected_recipients_are_penalised(report):
     _episode_where(env, lambda ep: ep.flaps == 0 and ep.designated == ep.primary)
     _fill(env)
     ep = env.oracle_view()
-    invented = _act(env, command="send_email", recipient="ceo@bank.example")
+    invented = act(env, command="send_email", recipient="ceo@bank.example")
     assert invented.error == "unknown_recipient" and invented.reward == 0.0
-    _act(env, command="send_email", recipient=ep.backup)  # delivered, to the wrong person
-    locked = _act(env, command="set_field", field="title", value="x")
+    act(env, command="send_email", recipient=ep.backup)  # delivered, to the wrong person
+    locked = act(env, command="set_field", field="title", value="x")
     assert locked.error == "wrong_phase"
-    _act(env, command="send_email", recipient=ep.primary)
-    final = _act(env, command="submit_report")
+    act(env, command="send_email", recipient=ep.primary)
+    final = act(env, command="submit_report")
     assert final.graded_score == 1.0 and not final.metadata["solved"]
     assert final.metadata["reward_components"]["penalty"] == pytest.approx(-0.2)
 
@@ -589,7 +549,7 @@ def test_repeating_the_same_action_costs_a_growing_penalty(report):
     same = env.action_type(command="query", sql="SELECT COUNT(*) FROM customers")
     rewards = [env.step(same).reward for _ in range(9)]
     assert rewards == pytest.approx([0, 0, 0, -0.05, -0.10, -0.15, -0.20, -0.25, -0.25])
-    assert _act(env, command="check_report").reward == 0.0  # a new action: the streak is broken
+    assert act(env, command="check_report").reward == 0.0  # a new action: the streak is broken
     malformed = env.action_type.model_validate({"metadata": {MALFORMED_KEY: "no JSON object found"}})
     assert [env.step(malformed).reward for _ in range(4)] == pytest.approx([0, 0, 0, -0.05])
 
@@ -598,15 +558,15 @@ def test_progress_credit_for_right_values_partial_for_wrong_and_never_twice(repo
     env = report.make_env()
     env.reset(seed=3, eci=1, task="daily_header")  # three fields share the 0.2 pool
     ep = env.oracle_view()
-    wrong = _act(env, command="set_field", field="title", value="Weekly Report")
-    right = _act(env, command="set_field", field="title", value=ep.expected["title"])
-    again = _act(env, command="set_field", field="title", value=ep.expected["title"] + " ")
+    wrong = act(env, command="set_field", field="title", value="Weekly Report")
+    right = act(env, command="set_field", field="title", value=ep.expected["title"])
+    again = act(env, command="set_field", field="title", value=ep.expected["title"] + " ")
     assert wrong.reward == pytest.approx(0.2 / 3 * 0.25, abs=1e-6)
     assert right.reward == pytest.approx(0.2 / 3 * 0.75, abs=1e-6)
     assert again.reward == 0.0 and again.draft["title"] == ep.expected["title"]
     for name in ("customer_name", "report_date"):
-        _act(env, command="set_field", field=name, value=ep.expected[name])
-    final = _act(env, command="submit_report")
+        act(env, command="set_field", field=name, value=ep.expected[name])
+    final = act(env, command="submit_report")
     assert final.metadata["solved"] and final.metadata["episode_return"] == pytest.approx(1.2)
 
 
@@ -642,19 +602,16 @@ def test_malformed_completion_costs_the_declared_reward(report):
     ],
 )
 def test_invalid_and_wrong_phase_commands_earn_zero_with_a_code(report, task, payload, code):
-    env = report.make_env()
-    env.reset(seed=1, eci=1, task=task)
-    obs = env.step(env.action_type(**payload))
-    assert obs.error == code and obs.feedback
-    assert obs.reward == report.section.invalid_action_reward == 0.0 and not obs.done
+    rejected(report, payload, code, task=task)
+    assert report.section.invalid_action_reward == 0.0
 
 
 def test_too_many_kpi_rows_are_refused(report):
     env = report.make_env()
     env.reset(seed=1, eci=1, task="daily_full")
     for _ in range(6):
-        assert _act(env, command="add_kpi_row", label="Fee income", value=f"{random.random():.2f}").error is None
-    assert _act(env, command="add_kpi_row", label="Fee income", value="1.00").error == "too_many_rows"
+        assert act(env, command="add_kpi_row", label="Fee income", value=f"{random.random():.2f}").error is None
+    assert act(env, command="add_kpi_row", label="Fee income", value="1.00").error == "too_many_rows"
 
 
 def test_the_schema_refuses_what_the_domain_does_not_define(report, clinic):
@@ -668,7 +625,7 @@ def test_the_schema_refuses_what_the_domain_does_not_define(report, clinic):
 def test_stepping_after_done_is_harmless(report):
     env = report.make_env()
     result = run_episode(env, make_policy(report, "oracle"), 3, 2)
-    again = _act(env, command="submit_report")
+    again = act(env, command="submit_report")
     assert again.done and again.reward == 0.0 and again.error == "episode_over"
     assert env.state.step_count == result.steps
 

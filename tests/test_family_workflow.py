@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from family_checks import act, metadata_contract, package, rejected, trajectory
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
-from openadapt.envpkg.loader import SEEDS_DIR, load, resolve
-from openadapt.envpkg.render import family_package, write_files
+from openadapt.envpkg.loader import SEEDS_DIR, load
 from openadapt.families import get_family
 from openadapt.families.domain import DomainError
 from openadapt.families.workflow.world import queue_slack, visible_available
-from openadapt.families.yamlio import dump_domain
 from openadapt.kit import ChaosEvent, ChaosSchedule
 from openadapt.kit.policy import policy_rng
 
@@ -115,10 +114,7 @@ policies:
 
 
 def _package(root: Path, name: str, data: dict):
-    domain = FAMILY.parse_domain(data)
-    section = FAMILY.section(task=f"{domain.title}: work the queue.")
-    write_files(family_package(name, section, dump_domain(domain), f"# {name}\n"), root / name)
-    return load(resolve(str(root / name)))
+    return package(FAMILY, root, name, data, task="{title}: work the queue.")
 
 
 @pytest.fixture(scope="module")
@@ -151,27 +147,15 @@ def find(env, eci, predicate, start=0):
     raise AssertionError("no seed found")
 
 
-def act(env, **fields):
-    return env.step(env.action_type(**fields))
-
-
 def names(env):
     return env.domain.actions
-
-
-def _trajectory(pkg, policy_name, seed, eci):
-    env = pkg.make_env()
-    steps = []
-    run_episode(env, make_policy(pkg, policy_name), seed, eci,
-                on_step=lambda a, o: steps.append((a.model_dump(), o.model_dump())))
-    return steps
 
 
 # ---- the kit contract, on every domain -------------------------------------------------------------------------
 @pytest.mark.parametrize("eci", [1, 3, 5])
 def test_episode_is_a_function_of_seed_and_tier(any_pkg, eci):
     for policy in ("random", "oracle"):
-        assert _trajectory(any_pkg, policy, 11, eci) == _trajectory(any_pkg, policy, 11, eci)
+        assert trajectory(any_pkg, policy, 11, eci) == trajectory(any_pkg, policy, 11, eci)
     env = any_pkg.make_env()
     openings = {env.reset(seed=s, eci=eci).model_dump_json(exclude={"metadata"}) for s in range(20)}
     assert len(openings) == 20
@@ -185,26 +169,9 @@ def test_reset_seed_is_recorded_when_not_given(ew):
 
 
 def test_metadata_contract_and_reward_range(any_pkg):
-    env = any_pkg.make_env()
-    low, high = any_pkg.section.reward_range
-    for seed in range(15):
-        eci = seed % 5 + 1
-        for policy in ("oracle", "heuristic", "random"):
-            obs = env.reset(seed=seed, eci=eci)
-            assert obs.metadata["eci"] == eci and obs.metadata["step"] == 0
-            agent = make_policy(any_pkg, policy)
-            agent.begin(env, obs, policy_rng(seed))
-            while not obs.done:
-                obs = env.step(agent.act(obs))
-                assert obs.metadata["eci"] == eci and obs.eci == eci
-                assert math.isfinite(obs.reward) and low <= obs.reward <= high
-            meta = obs.metadata
-            assert isinstance(meta["solved"], bool) and 0.0 <= meta["solve_rate_signal"] <= 1.0
-            assert set(meta["reward_components"]) == COMPONENTS
-            assert sum(meta["reward_components"].values()) <= 1.0 + 1e-9
-            assert meta["termination"] in {"agent", "budget_exhausted"}
-            assert meta["step"] <= any_pkg.section.step_budget[eci]
-            assert isinstance(meta["step_shaping"], dict)
+    for _, _, final in metadata_contract(any_pkg, COMPONENTS, range(15), rng=policy_rng):
+        assert sum(final.metadata["reward_components"].values()) <= 1.0 + 1e-9
+        assert isinstance(final.metadata["step_shaping"], dict)
 
 
 def test_tiers_are_really_harder(any_pkg):
@@ -266,11 +233,7 @@ def test_malformed_completion_costs_the_declared_penalty(ew):
     ],
 )
 def test_invalid_actions_are_rejected_with_a_code_and_penalty(ew, payload, code):
-    env = ew.make_env()
-    env.reset(seed=1, eci=1)
-    obs = env.step(ew.action_cls(**payload))
-    assert obs.error == code and obs.feedback
-    assert obs.reward == ew.section.invalid_action_reward and not obs.done
+    rejected(ew, payload, code)
 
 
 def test_actions_outside_the_domain_vocabulary_are_refused_by_the_schema(desk):

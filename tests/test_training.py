@@ -440,7 +440,7 @@ def test_config_rejects_bad_values(tmp_path):
     real = TrainConfig(package="seed:incident_triage", output=tmp_path, model="some/model")
     assert (tiny.lr, tiny.system_prompt, tiny.gradient_checkpointing) == (1e-3, False, False)
     assert tiny.warmup_prompt_lm and tiny.warmup_steps == 400 and tiny.context == "last" and tiny.beta == 0.1
-    assert (tiny.num_generations, tiny.prompts_per_step, tiny.max_completion_length) == (4, 8, 48)
+    assert (tiny.num_generations, tiny.prompts_per_step, tiny.max_completion_length) == (4, 8, None)  # fitted later
     assert (real.lr, real.warmup_steps, real.system_prompt, real.warmup_prompt_lm) == (2e-5, 0, True, False)
     assert (real.context, real.beta, real.num_generations, real.prompts_per_step) == ("full", 0.0, 8, 4)
     assert TrainConfig(package="seed:incident_triage", output=tmp_path, steps=30).warmup_steps == 100  # scales

@@ -167,3 +167,20 @@ def test_train_turns_trains_on_a_seeded_subset_of_a_long_episodes_turns(tmp_path
         {(k,) for k in range(6)}  # every turn gets its turn
     everything = EnvironmentRollout(make_config(tmp_path, context="last"), None, None)
     assert everything._trained_rows(trace, 3, 0) == trace.rows
+
+
+def test_tiny_fits_its_tokens_per_turn_to_the_packages_actions(tmp_path):
+    from openadapt.training.loading import fit_completion_length
+
+    config = make_config(tmp_path / "run", steps=1, max_completion_length=None)
+    assert config.max_completion_length is None
+    with Solver.create(config) as solver:
+        fitted = solver.config.max_completion_length
+    assert fitted >= 48 and fitted % 8 == 0
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["max_completion_length"] == fitted
+    tokenizer = solver.loaded.tokenizer
+    long = json.dumps({"tool": "diagnose_incident", "component": "orders-db", "fault": "disk_full",
+                       "fix": "expand_volume", "evidence": ["a", "b", "c", "d", "e", "f", "g", "h"] * 4,
+                       "confidence": 0.5, "reasoning": "orders-db " * 40})
+    need = len(tokenizer(long, add_special_tokens=False)["input_ids"]) + 1
+    assert fit_completion_length(tokenizer, [long]) >= need * 1.15 and fit_completion_length(tokenizer, []) == 48

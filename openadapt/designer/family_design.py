@@ -638,7 +638,7 @@ class FamilyDomainDesigner:
         return True
 
     def _check(self) -> list[DomainProblem]:
-        data = assemble(self._pieces)
+        data = self._family.domain.tidy(assemble(self._pieces))
         missing = [DomainProblem(path=p.path, message="no usable answer was written") for p in self._pieces
                    if p.value is None]
         try:
@@ -669,7 +669,7 @@ class FamilyDomainDesigner:
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems:
             return Candidate(problems=[str(p) for p in problems[:12]], usage=self._session.usage, notes=notes)
-        domain = self._family.parse_domain(assemble(self._pieces))
+        domain = self._family.parse_domain(self._family.domain.tidy(assemble(self._pieces)))
         section = self._family.section(task=self.task)
         header = (f"Domain of {self.name} (family {self._family.ref}), designed by {self.info.model} for the task:\n"
                   f"{self.task}")

@@ -124,6 +124,13 @@ class Domain(DomainPart):
         "Two or three sentences for the agent's briefing: the setting, who the agent is, and what it must "
         "achieve. Concrete and specific to this world."))
 
+    # ---- drafts ------------------------------------------------------------------------------------------
+    @classmethod
+    def tidy(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A designer's draft (plain data), tidied where the fix follows mechanically from the draft itself:
+        never new content, only what the draft already says put where the schema wants it (override)."""
+        return data
+
     # ---- checks ------------------------------------------------------------------------------------------
     def problems(self) -> list[DomainProblem]:
         """Every semantic problem: the shared text checks, then the family's own."""

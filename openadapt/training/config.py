@@ -70,8 +70,10 @@ class SolverSettings(BaseModel):
                                         "G; tiny 4, real models 8)")
     prompts_per_step: int | None = Field(default=None, ge=1, description="episode groups per optimizer step "
                                          "(tiny 8, real models 4)")
-    max_completion_length: int | None = Field(default=None, ge=8, description="tokens per generated turn (tiny "
-                                              "48 word-level tokens, real models 128)")
+    max_completion_length: int | None = Field(default=None, ge=8, description="tokens per generated turn (tiny: "
+                                              "fitted to the package when the model is built, the longest "
+                                              "schema-valid action with every field filled plus 15%, at least 48; "
+                                              "real models 128)")
     max_turns: int | dict[Tier, int] | None = Field(
         default=None, description="model turns per training episode: a number, or one per tier ({1: 2, 3: 4}, "
         "a tier without one gets the largest); None: the environment's own step budget per tier, which always "
@@ -129,7 +131,7 @@ class SolverSettings(BaseModel):
         tiny = self.is_tiny
         defaults = {
             "lr": 1e-3 if tiny else 2e-5, "num_generations": 4 if tiny else 8, "prompts_per_step": 8 if tiny else 4,
-            "max_completion_length": 48 if tiny else 128, "context": "last" if tiny else "full",
+            "max_completion_length": None if tiny else 128, "context": "last" if tiny else "full",
             "beta": 0.1 if tiny else 0.0, "warmup_steps": self._default_warmup(), "warmup_prompt_lm": tiny,
             "system_prompt": not tiny, "gradient_checkpointing": not tiny,
         }

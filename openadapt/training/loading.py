@@ -124,6 +124,8 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
                                   min_count=config.vocab_min_count)
     tokenizer = tiny.build_tokenizer(vocab)
     model = tiny.build_model(tokenizer, config.tiny_size, seed=config.seed)
+    if config.max_completion_length is None:
+        config.__dict__["max_completion_length"] = fit_completion_length(tokenizer, sample.completions)
     warmup = None
     if config.warmup_steps:
         warmup = format_warmup(model, tokenizer, env, schema, list(config.eci),
@@ -133,6 +135,18 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
                                prompt_loss=bool(config.warmup_prompt_lm), progress=progress,
                                later_turns=1 if config.context == "last" else 0)
     return LoadedModel(model, tokenizer, "tiny", f"built in-process ({len(vocab)} tokens)", warmup=warmup)
+
+
+TINY_MIN_COMPLETION = 48
+
+
+def fit_completion_length(tokenizer: Any, completions: list[str]) -> int:
+    """Tokens per turn for tiny: the longest random schema-valid action with every field filled (what the
+    vocabulary sample played), plus its EOS, plus 15%, rounded up to a multiple of 8 and at least 48. A fixed
+    limit below that cuts every action of a package whose schema has many slots (enterprise_workflow's random
+    actions are 64 tokens): each one would parse as malformed and no group would ever differ."""
+    longest = max((len(tokenizer(c, add_special_tokens=False)["input_ids"]) + 1 for c in completions), default=0)
+    return max(TINY_MIN_COMPLETION, -(-int(longest * 1.15) // 8) * 8)
 
 
 def load_saved(directory: Path, kind: str) -> LoadedModel:

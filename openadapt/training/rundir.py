@@ -156,6 +156,10 @@ class RunDir:
                 shutil.rmtree(self.init_dir)
         write_json_atomic(self.config_path, config.model_dump(mode="json"))
 
+    def record_config(self, config: TrainConfig) -> None:
+        """Rewrite config.json with `config` (settings resolved once the model was built)."""
+        write_json_atomic(self.config_path, config.model_dump(mode="json"))
+
     def holds_run(self) -> bool:
         """True once a run has trained at least one step here (a metrics row or a checkpoint)."""
         return self.latest_checkpoint() is not None or bool(self.metrics())

@@ -175,6 +175,8 @@ class Solver:
                 run.prepare(config, resume=False)
             pool = TextEnvPool(config.package, config.batch_size, trust=config.trust, sandbox=config.sandbox)
             loaded = cls._load_model(config, run, pool, ref, existing, warmup_progress)
+            if not existing or config.resume:
+                run.record_config(config)  # with what building the model resolved (tiny's tokens per turn)
             wandb_mode = _wandb_mode(config, notes)
             rollout = EnvironmentRollout(config, loaded.tokenizer, tier_plan or FixedTierPlan(config.eci),
                                          on_episode)
@@ -201,6 +203,14 @@ class Solver:
             return load_pretrained(config)
         if existing and (run.init_dir / "config.json").exists():
             loaded = load_saved(run.init_dir, "tiny")
+            if config.max_completion_length is None:  # a run recorded before the length was fitted
+                from openadapt.training.envinfo import action_schema, sample_env
+                from openadapt.training.loading import fit_completion_length
+
+                env = pool.envs[0]
+                sample = sample_env(env, action_schema(ref, env.system_prompt()), list(config.eci), range(20))
+                config.__dict__["max_completion_length"] = fit_completion_length(loaded.tokenizer,
+                                                                                 sample.completions)
             summary = run.summary() or {}
             if summary.get("warmup"):
                 loaded.warmup = WarmupResult.model_validate(summary["warmup"])

@@ -142,6 +142,32 @@ class DiagnosisDomain(Domain):
     dependency_status: DependencyStatus = Field(default_factory=DependencyStatus, description=(
         "How the dependency-health tool words a dependency's state in this world."))
 
+    # ---- drafts ------------------------------------------------------------------------------------------
+    @classmethod
+    def tidy(cls, data: dict) -> dict:
+        """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
+        words; a constraint note that does not name its fix gets it in parentheses; a log line without the
+        component it is printed by gets the usual '{component}' after its level."""
+        data = dict(data)
+        faults = [dict(f) for f in data.get("faults", []) if isinstance(f, dict)]
+        if faults:
+            texts = [" ".join(str(e) for e in f.get("evidence", [])) for f in faults]
+            for i, fault in enumerate(faults):
+                kept = [t for t in fault.get("telltales", []) if isinstance(t, str) and t and t in texts[i]]
+                others = " ".join(t for j, t in enumerate(texts) if j != i).lower()
+                words = [w.strip(".,:;()'\"") for w in texts[i].split()]
+                own = [w for w in dict.fromkeys(words) if len(w) >= 5 and "{" not in w and w.lower() not in others
+                       and w.upper() != w]
+                fault["telltales"] = (kept or sorted(own, key=len, reverse=True)[:2] or fault.get("telltales", []))[:4]
+                constraint = fault.get("constraint")
+                if isinstance(constraint, dict) and constraint.get("fix") and constraint["fix"] not in str(
+                        constraint.get("note", "")):
+                    fault["constraint"] = {**constraint, "note": f"{constraint.get('note', '')} ({constraint['fix']})"}
+            data["faults"] = faults
+        for name in ("background_lines", "noise_lines"):
+            data[name] = [_with_component(line) for line in data.get(name, [])]
+        return data
+
     # ---- semantic checks ---------------------------------------------------------------------------------
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
@@ -257,3 +283,15 @@ class DiagnosisDomain(Domain):
             return best
 
         return max((depth(n, frozenset({n})) for n in graph), default=0)
+
+
+_LEVELS = ("ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTICE")
+
+
+def _with_component(line):
+    if not isinstance(line, str) or "{component}" in line:
+        return line
+    level, _, rest = line.partition(" ")
+    if level.upper().rstrip(":") in _LEVELS:
+        return f"{level} {{component}} {rest}"
+    return f"INFO {{component}} {line}"
