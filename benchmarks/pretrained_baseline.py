@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--packages", default="seed:incident_triage,seed:enterprise_workflow,seed:daily_report")
     parser.add_argument("--tiers", default="1-5")
     parser.add_argument("--episodes", type=int, default=10)
-    parser.add_argument("--max-tokens", type=int, default=160)
+    parser.add_argument("--max-tokens", type=int, default=256)  # modelpolicy.PRETRAINED_TOKENS
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--n-ctx", type=int, default=16384)
     parser.add_argument("--stop-after-repeats", type=int, default=3, help="stop an episode (unsolved) after this "

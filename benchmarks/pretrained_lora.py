@@ -56,7 +56,7 @@ def main() -> None:
     if args.output.exists():
         shutil.rmtree(args.output)
     settings = dict(package="seed:incident_triage", model=args.model, eci=[1], steps=10_000, output=args.output,
-                    num_generations=4, prompts_per_step=1, max_turns=1, max_completion_length=128, lr=1e-4,
+                    num_generations=4, prompts_per_step=1, max_turns=1, max_completion_length=256, lr=1e-4,
                     eval_episodes=0, save_steps=5, wandb="disabled")
     settings.update(args.config)
     config = TrainConfig(**settings)

@@ -38,6 +38,22 @@ class DirectoryLock:
         handle.flush()
         self._handle = handle
 
+    def check_free(self) -> None:
+        """Raise DirectoryInUse if a live process holds the directory; take nothing (for checks made before the
+        directory is read, such as --resume of a run that has not written its config yet)."""
+        path = self.folder / ".lock"
+        if not path.exists():
+            return
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise DirectoryInUse(f"{self.folder} is in use by another {self.what} ({holder}); wait for it to "
+                                     "finish or choose another --output") from None
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
     def release(self) -> None:
         if self._handle is not None:
             fcntl.flock(self._handle, fcntl.LOCK_UN)

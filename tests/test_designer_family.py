@@ -8,6 +8,7 @@ import json
 import re
 
 import pytest
+import yaml
 from fake_openai import FakeOpenAI, Scripted
 
 from openadapt.designer.family_design import ENTITY_NAME, FamilyDomainDesigner, plan_pieces
@@ -142,6 +143,23 @@ def test_a_broken_piece_is_asked_for_again_by_its_field_path(llm, world):
     repair = next(a for a in model.asked if a.startswith("Your `domain.components[1]` has problems"))
     assert "domain.components[1].depends_on[0]: 'ghost-service' is not a defined component" in repair
     assert candidate.notes["piece_repair_rounds"] == 1
+
+
+def test_a_text_written_four_times_is_rewritten_in_one_round_keeping_the_first(llm, world):
+    same = "owned by the platform team; checked by the on-call engineer every morning"
+    def copy(i: int) -> dict:
+        item = world["components"][i]
+        return {**item, "note": same, "depends_on": [d for d in item["depends_on"] if d in FIRST]}
+
+    model = ScriptedModel(world, break_once={f"domain.components[{i}]": copy(i) for i in range(4)})
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    asked = [a for a in model.asked if "the same text appears 4 times" in a]
+    assert [a.split("`")[1] for a in asked] == [f"domain.components[{i}]" for i in (1, 2, 3)]
+    notes = [c["note"] for c in yaml.safe_load(candidate.files["domain.yaml"])["components"]]
+    assert candidate.notes["piece_repair_rounds"] == 1 and notes.count(same) == 1 and notes[0] == same
 
 
 def test_a_name_copied_from_the_worked_example_is_renamed_everywhere(llm, world):

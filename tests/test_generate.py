@@ -10,7 +10,11 @@ from openadapt.designer.generate import NO_DESIGNER, GenerateRequest, generate
 from openadapt.errors import UsageError
 
 
-def test_without_a_designer_nothing_is_made_and_the_message_says_why(tmp_path):
+def test_without_a_designer_nothing_is_made_and_the_message_says_why(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENADAPT_MODELS_DIR", str(tmp_path / "no-models"))  # as on a machine without the model
+    monkeypatch.delenv("OPENADAPT_BASE_URL", raising=False)
+    tmp_path = tmp_path / "out"
+    tmp_path.mkdir()
     with pytest.raises(UsageError) as info:
         generate(GenerateRequest(task="Train an agent to diagnose failing irrigation pumps", output_root=tmp_path))
     assert str(info.value) == NO_DESIGNER and "--example" in NO_DESIGNER

@@ -13,6 +13,7 @@ from openadapt.curriculum.rule import RuleConfig
 from openadapt.curriculum.state import CurriculumError
 from openadapt.errors import UsageError, first_problem, settings_error
 from openadapt.kit.eci import Tier
+from openadapt.runlock import DirectoryLock
 from openadapt.training.config import SolverSettings, TrainConfig
 from openadapt.training.rundir import check_run_dir, default_run_dir
 
@@ -101,6 +102,7 @@ def resume_config(run_dir: Path, *, source: str | None = None, output: Path | No
     `max_steps`) may be given anew. A different source or output is refused with one line."""
     if output is not None and Path(output) != Path(run_dir):
         raise UsageError("--resume names the run directory; drop --output")
+    DirectoryLock(Path(run_dir), "curriculum run").check_free()  # a run still starting has no config yet
     if not (Path(run_dir) / CONFIG_FILE).is_file():
         raise UsageError(f"--resume {run_dir}: not a curriculum run directory (no {CONFIG_FILE})")
     config = stored_config(run_dir)

@@ -523,6 +523,7 @@ class FamilyDomainDesigner:
         self._family: Family | None = None
         self._example: Domain | None = None
         self._others: list[Domain] = []
+        self._attempt = 1  # the package attempt the pieces are written for (progress lines name it)
         info = backend.describe()
         self.info = DesignerInfo(backend=kind, model=info.model, base_url=info.base_url,
                                  model_sha256=info.sha256, settings={**info.sampling.model_dump(),
@@ -554,6 +555,11 @@ class FamilyDomainDesigner:
         if self._family is None:  # no family fitted: asking again would give the same answer
             return previous
         started = time.monotonic()
+        self._attempt = attempt
+        if previous.problems and not previous.files and "continued" not in previous.notes:
+            # The draft never parsed: more rounds on its bad pieces first (a full rewrite costs every piece again).
+            return self._candidate({"choice": self.choice.note() if self.choice else None, "continued": attempt},
+                                   started)
         note = ("An earlier version of this domain failed the environment validator:\n" + feedback[:1500] +
                 "\nWrite the domain again, so that these checks pass.")
         self._session.prefix = [*self._session.prefix[:3], {"role": "user", "content": note},
@@ -562,7 +568,7 @@ class FamilyDomainDesigner:
         for piece in self._pieces:
             piece.value = None
         for piece in self._pieces:
-            self._write(piece, attempt=attempt)
+            self._write(piece)
         return self._candidate({"choice": self.choice.note() if self.choice else None, "redesign": attempt}, started)
 
     # -- internals --
@@ -589,7 +595,7 @@ class FamilyDomainDesigner:
     def _start_pieces(self) -> None:
         self._session.order = [p.path for p in self._pieces]
 
-    def _write(self, piece: Piece, problems: list[str] | None = None, attempt: int = 1) -> None:
+    def _write(self, piece: Piece, problems: list[str] | None = None) -> None:
         instruction = _instruction(piece, self._pieces, self._family, problems)
         started = time.monotonic()
         try:
@@ -603,11 +609,11 @@ class FamilyDomainDesigner:
                     self._write(piece, problems=[f"{', '.join(repeated)} repeated: every one must differ"])
         except (ReplyError, ValidationError) as exc:
             piece.value = None
-            self.progress("writing", attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
+            self.progress("writing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
             return
         last = self._session.completions[-1]
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
-        self.progress("writing", attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
+        self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
 
     def _rename_if_key(self, problem: DomainProblem) -> bool:
         """A problem with an item's key (copied, a schema word...) is fixed by renaming that one key: a new name
@@ -634,7 +640,7 @@ class FamilyDomainDesigner:
         for piece in self._pieces:
             if piece.value is not None and not piece.keys:
                 piece.value = type(piece.value).model_validate(_replace_value(piece.value.model_dump(), old, new))
-        self.progress("renamed", 0, f"{list_name} {old!r} -> {new!r}")
+        self.progress("renamed", self._attempt, f"{list_name} {old!r} -> {new!r}")
         return True
 
     def _check(self) -> list[DomainProblem]:
@@ -661,7 +667,8 @@ class FamilyDomainDesigner:
                     by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))
             if by_piece:
                 first = next(iter(by_piece.values()))[1][0]
-                self.progress("repairing pieces", rounds, f"{len(by_piece)} piece(s), e.g. {first[:140]}")
+                self.progress("repairing pieces", self._attempt,
+                              f"round {rounds}: {len(by_piece)} piece(s), e.g. {first[:140]}")
             for piece, messages in by_piece.values():
                 self._write(piece, problems=messages[:6])
             problems = self._check()

@@ -148,12 +148,15 @@ class Domain(DomainPart):
                 yield DomainProblem(path=path, message=f"{text!r} is a placeholder or a schema word, not content "
                                     "of this world: write what this field means here")
         # Prose only: identifiers and names used as references repeat legitimately.
+        # Every copy but the first is reported, so that one round of repairs rewrites them all.
         long_texts = Counter(text for _, text in texts if len(text) >= 25 and " " in text)
+        seen: set[str] = set()
         for path, text in texts:
             if long_texts.get(text, 0) >= 3:
-                yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
-                                    f"({text[:60]!r}...): each item needs its own words")
-                long_texts[text] = 0  # report a repeated text once
+                if text in seen:
+                    yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
+                                        f"({text[:60]!r}...): each item needs its own words")
+                seen.add(text)
 
 
 def iter_texts(value: Any, path: str = "domain") -> Iterator[tuple[str, str]]:

@@ -6,6 +6,13 @@ internals and calls no method that changes data: wherever it is rendered, it can
 nothing else); a completion must carry one JSON object that validates as the action class (prose and code
 fences around it are tolerated). A completion that does not parse becomes a *malformed action*
 (`MALFORMED_KEY` in its metadata) that the environment answers with the declared malformed reward.
+
+The system template receives the action's JSON schema as the agent should read it (`prompt_schema`): the fields
+it may set first, without the protocol's own `metadata` field (which `parse` drops) and without pydantic's
+generated titles. pydantic's raw schema opens with `"additionalProperties": false, "description": ...`, then
+the `metadata` field's sub-schema: a small instruct model told to reply with one object that matches it copies
+or fills in that object (`{"additionalProperties": false, "description": ..., "properties": {...`), a reply
+that never validates (Qwen2.5-Coder-0.5B did so on every seed, greedy, transformers and llama.cpp alike).
 """
 
 from __future__ import annotations
@@ -48,6 +55,49 @@ def json_objects(text: str) -> Iterator[dict[str, Any]]:
         start = text.find("{", start + 1)
 
 
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions")  # name -> sub-schema
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")  # lists of sub-schemas
+_SCHEMA_ONE = ("items", "additionalProperties", "not", "if", "then", "else", "contains")  # one sub-schema
+
+
+def _untitled(node: Any) -> Any:
+    """A JSON schema without its `title` annotations (property names called "title" and data such as
+    defaults, enums and examples are left alone)."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _untitled(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_untitled(sub) for sub in value]
+        elif key in _SCHEMA_ONE:
+            out[key] = _untitled(value)
+        else:
+            out[key] = value
+    return out
+
+
+def prompt_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The action's JSON schema as the system prompt shows it (module docstring): `properties` first, the
+    protocol's `metadata` field left out, no titles. Still a JSON schema with `properties` (what
+    `openadapt.training.envinfo.schema_from_prompt` reads back for a package it never imports)."""
+    schema = _untitled(schema)
+    properties = {k: v for k, v in (schema.get("properties") or {}).items() if k != "metadata"}
+    out: dict[str, Any] = {"properties": properties}
+    for key, value in schema.items():
+        if key == "properties":
+            continue
+        if key == "required" and isinstance(value, list):
+            value = [name for name in value if name != "metadata"]
+            if not value:
+                continue
+        out[key] = value
+    return out
+
+
 def _first_json_object(text: str) -> Any:
     """The first decodable JSON object in `text` (raises ValueError when there is none)."""
     for value in json_objects(text):
@@ -82,7 +132,8 @@ class TextProtocol:
         self._schema = action_cls.model_json_schema()
 
     def system_prompt(self) -> str:
-        return self._system.render(action_schema=json.dumps(self._schema, indent=None), **self._context).strip()
+        shown = json.dumps(prompt_schema(self._schema), indent=None)
+        return self._system.render(action_schema=shown, **self._context).strip()
 
     def render(self, observation: Observation) -> str:
         """The user-turn prompt for one observation."""

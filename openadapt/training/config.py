@@ -131,7 +131,7 @@ class SolverSettings(BaseModel):
         tiny = self.is_tiny
         defaults = {
             "lr": 1e-3 if tiny else 2e-5, "num_generations": 4 if tiny else 8, "prompts_per_step": 8 if tiny else 4,
-            "max_completion_length": None if tiny else 128, "context": "last" if tiny else "full",
+            "max_completion_length": None if tiny else 256, "context": "last" if tiny else "full",
             "beta": 0.1 if tiny else 0.0, "warmup_steps": self._default_warmup(), "warmup_prompt_lm": tiny,
             "system_prompt": not tiny, "gradient_checkpointing": not tiny,
         }

@@ -18,7 +18,9 @@ from openadapt.training.rollout import Context, EpisodeSpec, EpisodeTrace, eos_i
 from openadapt.training.rundir import RunDir
 
 MODEL_PREFIX = "model:"
-PRETRAINED_TOKENS = 128  # tokens per turn for a pretrained model evaluated zero-shot
+# tokens per turn for a pretrained model evaluated zero-shot: a complete diagnosis (quoted evidence, reasoning)
+# from Qwen2.5-Coder-0.5B is ~170 tokens, so 128 cut every final answer into a malformed one
+PRETRAINED_TOKENS = 256
 
 
 class ModelPolicy:
