@@ -11,7 +11,7 @@ import pytest
 import yaml
 from fake_openai import FakeOpenAI, Scripted
 
-from openadapt.designer.family_design import ENTITY_NAME, FamilyDomainDesigner, plan_pieces
+from openadapt.designer.family_design import ENTITY_NAME, FamilyDomainDesigner, drop_repeated_prose, plan_pieces
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.families import get_family
@@ -55,6 +55,10 @@ class ScriptedModel:
             if f"domain.{field}.keys" in self.break_once:
                 names = self.break_once.pop(f"domain.{field}.keys")
             return {"items": names}
+        if " more as JSON {\"line\"" in text:
+            return {"line": f"ERROR {{component}}: call to {{dependency}} timed out (scripted {len(self.asked)})"}
+        if " repeats another item's" in text:
+            return {"text": f"scripted note number {len(self.asked)}, in its own words"}
         if text.startswith("The name "):
             return {"name": "renamed-" + str(len(self.asked))}
         if text.startswith("Write the domain's header fields"):
@@ -121,6 +125,8 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     assert choice["family"] == "diagnosis" and choice["method"] == "constrained choice with a reason"
     assert choice["reason"].startswith("scripted") and set(choice["scores"]) >= {"diagnosis", "workflow"}
     assert provenance["designer"]["family"] == "diagnosis@1"
+    used = [a["usage"]["completion_tokens"] for a in provenance["attempts"]]
+    assert provenance["usage"]["completion_tokens"] == sum(used) > 0  # each attempt counts only its own tokens
     domain = (result.path / "domain.yaml").read_text()
     assert "kubectl_logs" in domain and "api-gateway" not in domain
     # every piece was its own constrained request; the conversation grew (the model's cache is reused)
@@ -145,7 +151,7 @@ def test_a_broken_piece_is_asked_for_again_by_its_field_path(llm, world):
     assert candidate.notes["piece_repair_rounds"] == 1
 
 
-def test_a_text_written_four_times_is_rewritten_in_one_round_keeping_the_first(llm, world):
+def test_a_text_written_four_times_is_reworded_in_one_round_keeping_the_first(llm, world):
     same = "owned by the platform team; checked by the on-call engineer every morning"
     def copy(i: int) -> dict:
         item = world["components"][i]
@@ -156,8 +162,8 @@ def test_a_text_written_four_times_is_rewritten_in_one_round_keeping_the_first(l
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
     assert candidate.usable, candidate.problems
-    asked = [a for a in model.asked if "the same text appears 4 times" in a]
-    assert [a.split("`")[1] for a in asked] == [f"domain.components[{i}]" for i in (1, 2, 3)]
+    asked = [a for a in model.asked if " repeats another item's" in a]
+    assert [a.split("`")[3] for a in asked] == [f"domain.components[{i}]" for i in (1, 2, 3)]
     notes = [c["note"] for c in yaml.safe_load(candidate.files["domain.yaml"])["components"]]
     assert candidate.notes["piece_repair_rounds"] == 1 and notes.count(same) == 1 and notes[0] == same
 
@@ -271,3 +277,23 @@ def test_ctrl_c_mid_design_publishes_nothing(llm, world, tmp_path, validator):
     assert not (tmp_path / "pods").exists() and not list((tmp_path / ".staging").iterdir())
     failed = list((tmp_path / ".failed").iterdir())
     assert len(failed) == 1 and "KeyboardInterrupt" in (failed[0] / "FAILED.json").read_text()
+
+
+def test_a_sentence_repeated_inside_one_list_is_dropped_and_names_are_kept():
+    line = "WARN {component} pump failed to reach setpoint"
+    draft = {"faults": [{"evidence": [line, "ERROR {component} flow 0 l/min", line], "applies_to": ["pump", "pump"]}]}
+    assert drop_repeated_prose(draft) == {"faults": [{"evidence": [line, "ERROR {component} flow 0 l/min"],
+                                                      "applies_to": ["pump", "pump"]}]}
+
+
+def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(llm, world):
+    same = "WARN {component} upstream {dependency} timed out after 30s"
+    world["symptom_lines"] = [same, same, same]  # what it writes every time it is asked for the whole list
+    model = ScriptedModel(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    assert any(a.startswith("`symptom_lines` needs 2 more") for a in model.asked)
+    lines = yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"]
+    assert lines[0] == same and len(set(lines)) == 3

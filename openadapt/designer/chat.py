@@ -53,6 +53,12 @@ class Usage(BaseModel):
         self.completion_tokens += other.completion_tokens
         self.total_tokens += other.total_tokens
 
+    def since(self, earlier: Usage) -> Usage:
+        """What was used after `earlier` (a copy of this running total taken then)."""
+        return Usage(prompt_tokens=self.prompt_tokens - earlier.prompt_tokens,
+                     completion_tokens=self.completion_tokens - earlier.completion_tokens,
+                     total_tokens=self.total_tokens - earlier.total_tokens)
+
 
 class Completion(BaseModel):
     """One chat completion and what it cost."""

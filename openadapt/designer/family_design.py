@@ -410,6 +410,24 @@ def _name_of(value: Any) -> str | None:
     return None
 
 
+def drop_repeated_prose(value: Any) -> Any:
+    """The draft without a sentence repeated inside one list (a small model's loop: the same log line written
+    three times as a fault's evidence); the first stays. Short strings (names, enum values) are left alone."""
+    if isinstance(value, dict):
+        return {k: drop_repeated_prose(v) for k, v in value.items()}
+    if isinstance(value, list):
+        seen: set[str] = set()
+        kept = []
+        for item in value:
+            if isinstance(item, str) and len(item) >= 25 and " " in item:
+                if item in seen:
+                    continue
+                seen.add(item)
+            kept.append(drop_repeated_prose(item))
+        return kept
+    return value
+
+
 def assemble(pieces: list[Piece]) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for piece in pieces:
@@ -524,6 +542,7 @@ class FamilyDomainDesigner:
         self._example: Domain | None = None
         self._others: list[Domain] = []
         self._attempt = 1  # the package attempt the pieces are written for (progress lines name it)
+        self._usage_mark = Usage()  # the session's total when the current attempt began
         info = backend.describe()
         self.info = DesignerInfo(backend=kind, model=info.model, base_url=info.base_url,
                                  model_sha256=info.sha256, settings={**info.sampling.model_dump(),
@@ -545,6 +564,7 @@ class FamilyDomainDesigner:
         self._others = [self._family.load_example(n) for n in self._family.examples()
                         if self._family.load_example(n) != self._example]
         self._session = self._domain_session(choice)
+        self._usage_mark = Usage()
         self._pieces = plan_pieces(self._family.domain, self._example)
         self._start_pieces()
         for piece in self._pieces:
@@ -643,8 +663,72 @@ class FamilyDomainDesigner:
         self.progress("renamed", self._attempt, f"{list_name} {old!r} -> {new!r}")
         return True
 
+    def _top_up(self, problem: DomainProblem) -> bool:
+        """A list of lines left too short (a small model writes one line several times; repeats are dropped) is
+        completed one new line at a time, each different from those it has: asking for the whole list again
+        gets the same repeats back."""
+        wanted = re.search(r"at least (\d+) items", problem.message)
+        piece = next((p for p in self._pieces if p.path == problem.path and p.index is None and not p.keys), None)
+        items = getattr(piece.value, "items", None) if piece is not None and wanted else None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            return False
+        lines = list(dict.fromkeys(items))
+        guide = self._family.domain.model_fields[piece.field].description or ""
+        one = create_model("OneLine", line=(str, ...))
+        for _ in range(2 * int(wanted.group(1))):
+            if len(lines) >= int(wanted.group(1)):
+                break
+            try:
+                line = self._session.ask(f"`{piece.field}` needs {int(wanted.group(1)) - len(lines)} more. Write one "
+                                         f"more as JSON {{\"line\": ...}}, different from every one of: "
+                                         f"{json.dumps(lines)}. What each must be: {guide}", one,
+                                         max_tokens=120).line.strip()
+            except (ReplyError, ValidationError):
+                return False
+            if line and line not in lines:
+                lines.append(line)
+        try:
+            piece.value = piece.model(items=lines)
+        except ValidationError:
+            return False
+        self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
+        return len(lines) >= int(wanted.group(1))
+
+    def _reword(self, problem: DomainProblem) -> bool:
+        """A text an item repeats from its siblings (a small model copies the note it wrote before, and copies it
+        again when the whole item is asked for) is asked for on its own, different from all the others."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        if not match or "the same text appears" not in problem.message:
+            return False
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))), None)
+        name = match.group(3)
+        if piece is None or piece.value is None or not isinstance(getattr(piece.value, name, None), str):
+            return False
+        siblings = [getattr(p.value, name) for p in self._pieces
+                    if p.field == piece.field and p.index is not None and p.value is not None]
+        field_info = piece.model.model_fields[name]
+        one = create_model("OneText", text=(str, ...))
+        try:
+            text = self._session.ask(f"The `{name}` of `{piece.path}` repeats another item's. Write a new one as "
+                                     f"JSON {{\"text\": ...}}, in its own words, different from every one of: "
+                                     f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
+                                     f"{field_info.description or ''}", one, max_tokens=160).text.strip()
+            piece.value = piece.model.model_validate({**piece.value.model_dump(), name: text})
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("reworded", self._attempt, f"{piece.path}.{name}")
+        return text not in siblings
+
+    def _attempt_usage(self) -> Usage:
+        used = self._session.usage.since(self._usage_mark)
+        self._usage_mark = self._session.usage.model_copy()
+        return used
+
+    def _draft(self) -> dict[str, Any]:
+        return self._family.domain.tidy(drop_repeated_prose(assemble(self._pieces)))
+
     def _check(self) -> list[DomainProblem]:
-        data = self._family.domain.tidy(assemble(self._pieces))
+        data = self._draft()
         missing = [DomainProblem(path=p.path, message="no usable answer was written") for p in self._pieces
                    if p.value is None]
         try:
@@ -655,13 +739,15 @@ class FamilyDomainDesigner:
         return missing + problems + copied_from_example(data, self._example, self._others)
 
     def _candidate(self, notes: dict[str, Any], started: float) -> Candidate:
+        """The attempt's candidate after piece repairs; its usage is this attempt's own (the session's is the
+        running total of the whole design)."""
         problems = self._check()
         rounds = 0
         while problems and rounds < MAX_REPAIR_ROUNDS:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
             for problem in problems:
-                if self._rename_if_key(problem):
+                if self._rename_if_key(problem) or self._top_up(problem) or self._reword(problem):
                     continue
                 for piece in owner(problem.path, self._pieces):
                     by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))
@@ -675,15 +761,15 @@ class FamilyDomainDesigner:
         notes = {**notes, "piece_repair_rounds": rounds, "requests": len(self._session.completions),
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems:
-            return Candidate(problems=[str(p) for p in problems[:12]], usage=self._session.usage, notes=notes)
-        domain = self._family.parse_domain(self._family.domain.tidy(assemble(self._pieces)))
+            return Candidate(problems=[str(p) for p in problems[:12]], usage=self._attempt_usage(), notes=notes)
+        domain = self._family.parse_domain(self._draft())
         section = self._family.section(task=self.task)
         header = (f"Domain of {self.name} (family {self._family.ref}), designed by {self.info.model} for the task:\n"
                   f"{self.task}")
         readme = design_readme(self.name, self.task, self._family, domain, self.info)
         files = family_package(self.name, section, dump_domain(domain, header=header), readme,
                                tags=("openadapt", "generated"))
-        return Candidate(files=files, usage=self._session.usage, notes=notes)
+        return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
 
 
 def design_readme(name: str, task: str, family: Family, domain: Domain, info: DesignerInfo) -> str:

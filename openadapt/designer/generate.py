@@ -23,7 +23,7 @@ from openadapt.designer.base import Candidate, Designer
 from openadapt.designer.custom import CustomDesigner
 from openadapt.designer.example import ExampleDesigner, parse_example_ref
 from openadapt.designer.family_design import FamilyDomainDesigner
-from openadapt.designer.llm import LLMClient, LLMConfig
+from openadapt.designer.llm import LLMClient, LLMConfig, Usage
 from openadapt.designer.local.backend import LocalSettings
 from openadapt.designer.loop import Progress, run_design
 from openadapt.designer.naming import NAME, package_name
@@ -239,8 +239,7 @@ def _finalise(stage: Path, report, provenance: Provenance, started: float) -> No
     readme = stage / "README.md"
     readme.write_text(readme.read_text(encoding="utf-8").rstrip() + "\n\n" + validation_note(stage.name, summary),
                       encoding="utf-8")
-    for attempt in provenance.attempts:
-        provenance.usage.add(attempt.usage)
+    provenance.usage = total_usage(provenance)
     provenance.content_digest = content_digest(_files(stage))
     provenance.duration_s = round(time.monotonic() - started, 3)
     provenance.write(stage)
@@ -274,12 +273,20 @@ def publish(stage: Path, dest: Path, force: bool) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def total_usage(provenance: Provenance) -> Usage:
+    total = Usage()
+    for attempt in provenance.attempts:
+        total.add(attempt.usage)
+    return total
+
+
 def keep_failed(run_dir: Path, root: Path, name: str, provenance: Provenance, reason: str, started: float) -> Path:
     """Move every attempt of a failed or interrupted run under `root/.failed/`, with FAILED.json."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     failed = root / FAILED_DIR / f"{name}-{stamp}-{secrets.token_hex(3)}"
     failed.parent.mkdir(parents=True, exist_ok=True)
     provenance.duration_s = round(time.monotonic() - started, 3)
+    provenance.usage = total_usage(provenance)
     if run_dir.exists():
         os.replace(run_dir, failed)
     else:
