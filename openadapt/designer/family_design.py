@@ -675,18 +675,22 @@ class FamilyDomainDesigner:
         lines = list(dict.fromkeys(items))
         guide = self._family.domain.model_fields[piece.field].description or ""
         one = create_model("OneLine", line=(str, ...))
+        repeated = ""
         for _ in range(2 * int(wanted.group(1))):
             if len(lines) >= int(wanted.group(1)):
                 break
             try:
-                line = self._session.ask(f"`{piece.field}` needs {int(wanted.group(1)) - len(lines)} more. Write one "
-                                         f"more as JSON {{\"line\": ...}}, different from every one of: "
+                line = self._session.ask(f"{repeated}`{piece.field}` needs {int(wanted.group(1)) - len(lines)} more. "
+                                         f"Write one more as JSON {{\"line\": ...}}, different from every one of: "
                                          f"{json.dumps(lines)}. What each must be: {guide}", one,
                                          max_tokens=120).line.strip()
             except (ReplyError, ValidationError):
                 return False
             if line and line not in lines:
                 lines.append(line)
+                repeated = ""
+            else:  # said again, the same words would come back: the next request differs
+                repeated = f"{line!r} is already there. "
         try:
             piece.value = piece.model(items=lines)
         except ValidationError:
