@@ -684,7 +684,8 @@ class FamilyDomainDesigner:
                                          f"Write one more as JSON {{\"line\": ...}}, different from every one of: "
                                          f"{json.dumps(lines)}. What each must be: {guide}", one,
                                          max_tokens=120).line.strip()
-            except (ReplyError, ValidationError):
+            except (ReplyError, ValidationError) as exc:
+                self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
             if line and line not in lines:
                 lines.append(line)
@@ -693,7 +694,9 @@ class FamilyDomainDesigner:
                 repeated = f"{line!r} is already there. "
         try:
             piece.value = piece.model(items=lines)
-        except ValidationError:
+        except ValidationError as exc:
+            self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not enough "
+                          f"({str(exc).splitlines()[-1][:80]})")
             return False
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
         return len(lines) >= int(wanted.group(1))
