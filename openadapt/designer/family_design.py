@@ -696,7 +696,7 @@ class FamilyDomainDesigner:
             piece.value = piece.model(items=lines)
         except ValidationError as exc:
             self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not enough "
-                          f"({str(exc).splitlines()[-1][:80]})")
+                          f"({exc.errors()[0]['msg'][:80]})")
             return False
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
         return len(lines) >= int(wanted.group(1))
