@@ -55,7 +55,7 @@ class ScriptedModel:
             if f"domain.{field}.keys" in self.break_once:
                 names = self.break_once.pop(f"domain.{field}.keys")
             return {"items": names}
-        if " more as JSON {\"line\"" in text:
+        if "Write one more line for the domain" in text:
             return {"line": f"ERROR {{component}}: call to {{dependency}} timed out (scripted {len(self.asked)})"}
         if " repeats another item's" in text:
             return {"text": f"scripted note number {len(self.asked)}, in its own words"}
@@ -294,6 +294,8 @@ def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(l
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
     assert candidate.usable, candidate.problems
-    assert any(a.startswith("`symptom_lines` needs 2 more") for a in model.asked)
+    assert sum("one more line for the domain's `symptom_lines`" in a for a in model.asked) == 2
+    aside = [r["messages"] for r in llm.requests if "one more line" in r["messages"][-1]["content"]]
+    assert all(len(m) == 2 and "worked example" not in m[1]["content"] for m in aside)  # a fresh, short context
     lines = yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"]
     assert lines[0] == same and len(set(lines)) == 3

@@ -132,6 +132,16 @@ class Session:
             self.turns.append((key, instruction, completion.text.strip()))
         return value
 
+    def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int) -> BaseModel:
+        """One constrained request outside the conversation: the system prompt and the task (the first part of
+        the opening message, before the worked example), then the instruction. For a small model that keeps
+        copying what the conversation already holds, a short fresh context breaks the loop."""
+        task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
+        messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
+        completion = self.backend.complete(messages, schema=_schema(model), max_tokens=max_tokens)
+        self._record(completion)
+        return completion.parse_as(model)
+
     def forget(self) -> None:
         """Drop every piece's turns (a whole new design starts from the prefix)."""
         self.turns.clear()
@@ -680,10 +690,10 @@ class FamilyDomainDesigner:
             if len(lines) >= int(wanted.group(1)):
                 break
             try:
-                line = self._session.ask(f"{repeated}`{piece.field}` needs {int(wanted.group(1)) - len(lines)} more. "
-                                         f"Write one more as JSON {{\"line\": ...}}, different from every one of: "
-                                         f"{json.dumps(lines)}. What each must be: {guide}", one,
-                                         max_tokens=120).line.strip()
+                line = self._session.ask_aside(
+                    f"{repeated}Write one more line for the domain's `{piece.field}` ({guide}) as JSON "
+                    f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(lines)}",
+                    one, max_tokens=120).line.strip()
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
@@ -720,11 +730,13 @@ class FamilyDomainDesigner:
                                      f"JSON {{\"text\": ...}}, in its own words, different from every one of: "
                                      f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
                                      f"{field_info.description or ''}", one, max_tokens=160).text.strip()
+            if text in siblings:  # a copy again: the item is rewritten whole instead
+                return False
             piece.value = piece.model.model_validate({**piece.value.model_dump(), name: text})
         except (ReplyError, ValidationError):
             return False
         self.progress("reworded", self._attempt, f"{piece.path}.{name}")
-        return text not in siblings
+        return True
 
     def _attempt_usage(self) -> Usage:
         used = self._session.usage.since(self._usage_mark)
