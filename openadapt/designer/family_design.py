@@ -683,11 +683,13 @@ class FamilyDomainDesigner:
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
         lines = list(dict.fromkeys(items))
+        # as many as the domain wants, and as the piece itself asks for (it may ask for more)
+        need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
         guide = self._family.domain.model_fields[piece.field].description or ""
         one = create_model("OneLine", line=(str, ...))
         repeated = ""
-        for _ in range(2 * int(wanted.group(1))):
-            if len(lines) >= int(wanted.group(1)):
+        for _ in range(2 * need):
+            if len(lines) >= need:
                 break
             try:
                 line = self._session.ask_aside(
@@ -709,7 +711,7 @@ class FamilyDomainDesigner:
                           f"({exc.errors()[0]['msg'][:80]})")
             return False
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
-        return len(lines) >= int(wanted.group(1))
+        return len(lines) >= need
 
     def _reword(self, problem: DomainProblem) -> bool:
         """A text an item repeats from its siblings (a small model copies the note it wrote before, and copies it
