@@ -86,7 +86,7 @@ DEFECTS = {
     "metadata_missing": (lambda r: append_method(r, OVERRIDE_STEP.replace("UPDATE", '"metadata": {}')),
                          "runtime.metadata_contract"),
     "nondeterministic": (lambda r: edit(r / ENV_FILE, "self._target = rng.randint(0, 99)",
-                                        "import random as _r\n        self._target = _r.randint(0, 99)"),
+                                        "import secrets\n        self._target = secrets.randbelow(100)"),
                          "runtime.episode_determinism"),
     "seed_ignored": (lambda r: edit(r / ENV_FILE, "self._target = rng.randint(0, 99)", "self._target = 42"),
                      "runtime.seed_variation"),
