@@ -11,7 +11,13 @@ import pytest
 import yaml
 from fake_openai import FakeOpenAI, Scripted
 
-from openadapt.designer.family_design import ENTITY_NAME, FamilyDomainDesigner, drop_repeated_prose, plan_pieces
+from openadapt.designer.family_design import (
+    ENTITY_NAME,
+    FamilyDomainDesigner,
+    copied_from_example,
+    drop_repeated_prose,
+    plan_pieces,
+)
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.families import get_family
@@ -299,3 +305,12 @@ def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(l
     assert all(len(m) == 2 and "worked example" not in m[1]["content"] for m in aside)  # a fresh, short context
     lines = yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"]
     assert lines[0] == same and len(set(lines)) == 3
+
+
+def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_example_world():
+    family = get_family("diagnosis")
+    example = family.load_example("incident_triage")
+    draft = example.model_dump(mode="json")
+    flagged = {p.path for p in copied_from_example(draft, example)}
+    assert "domain.recovered_line" not in flagged  # quoted in the field's own description
+    assert "domain.components[0].note" in flagged and "domain.summary" in flagged

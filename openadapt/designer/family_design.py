@@ -462,7 +462,9 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     common = set.intersection(*({v.lower() for _, v in iter_texts(o)} for o in others)) if others else set()
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
-    theirs_texts = {v for _, v in iter_texts(example) if len(v) >= 40 and v.lower() not in common}
+    described = _descriptions(type(example))  # a text the schema itself gives as its example is the family's
+    theirs_texts = {v for _, v in iter_texts(example) if len(v) >= 40 and v.lower() not in common
+                    and v not in described}
     problems = []
     for path, value in _iter_json_texts(data):
         if ENTITY_NAME.match(path) and value.lower() in theirs_names:
@@ -472,6 +474,20 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
             problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
                                           "one that belongs to this task's world"))
     return problems
+
+
+def _descriptions(model: type[BaseModel], seen: set | None = None) -> str:
+    """Every field description anywhere in a schema, joined (the examples they quote belong to the family)."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return ""
+    seen.add(model)
+    parts = []
+    for f in model.model_fields.values():
+        parts.append(f.description or "")
+        parts += [_descriptions(inner, seen) for inner in [f.annotation, *typing.get_args(f.annotation)]
+                  if _is_model(inner)]
+    return "\n".join(parts)
 
 
 def _default_texts(model: type[BaseModel], seen: set | None = None) -> set[str]:
