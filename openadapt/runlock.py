@@ -27,11 +27,9 @@ class DirectoryLock:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
+            error = self._in_use(handle)
             handle.close()
-            raise DirectoryInUse(f"{self.folder} is in use by another {self.what} ({holder}); wait for it to "
-                                 "finish or choose another --output") from None
+            raise error from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}")
@@ -48,11 +46,14 @@ class DirectoryLock:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "another process"
-                raise DirectoryInUse(f"{self.folder} is in use by another {self.what} ({holder}); wait for it to "
-                                     "finish or choose another --output") from None
+                raise self._in_use(handle) from None
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _in_use(self, handle: Any) -> DirectoryInUse:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        return DirectoryInUse(f"{self.folder} is in use by another {self.what} ({holder}); wait for it to finish or "
+                              "choose another --output")
 
     def release(self) -> None:
         if self._handle is not None:

@@ -38,7 +38,7 @@ from openadapt.designer.chat import ChatBackend, Completion, ReplyError, Usage
 from openadapt.envpkg.render import family_package
 from openadapt.families import all_families
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, DomainError, DomainProblem, iter_texts
+from openadapt.families.domain import Domain, DomainError, DomainProblem, is_prose, iter_texts
 from openadapt.families.yamlio import dump_domain
 
 # The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
@@ -429,7 +429,7 @@ def drop_repeated_prose(value: Any) -> Any:
         seen: set[str] = set()
         kept = []
         for item in value:
-            if isinstance(item, str) and len(item) >= 25 and " " in item:
+            if isinstance(item, str) and is_prose(item):
                 if item in seen:
                     continue
                 seen.add(item)

@@ -149,7 +149,7 @@ class Domain(DomainPart):
                                     "of this world: write what this field means here")
         # Prose only: identifiers and names used as references repeat legitimately.
         # Every copy but the first is reported, so that one round of repairs rewrites them all.
-        long_texts = Counter(text for _, text in texts if len(text) >= 25 and " " in text)
+        long_texts = Counter(text for _, text in texts if is_prose(text))
         seen: set[str] = set()
         for path, text in texts:
             if long_texts.get(text, 0) >= 3:
@@ -157,6 +157,11 @@ class Domain(DomainPart):
                     yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
                                         f"({text[:60]!r}...): each item needs its own words")
                 seen.add(text)
+
+
+def is_prose(text: str) -> bool:
+    """A sentence, not a name or an enum value: only prose is expected to differ from item to item."""
+    return len(text) >= 25 and " " in text
 
 
 def iter_texts(value: Any, path: str = "domain") -> Iterator[tuple[str, str]]:
