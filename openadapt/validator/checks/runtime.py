@@ -217,7 +217,8 @@ def episode_determinism(ctx: Context):
     for eci in ctx.tiers:
         pairs = [("random", [ctx.run_episode(_random(ctx), 4242, eci) for _ in range(2)])]
         with contextlib.suppress(Exception):  # the oracle's own failures are the semantic checks' to report
-            pairs.append(("oracle", [ctx.run_episode(ctx.pkg.oracle_cls(), 4242, eci) for _ in range(2)]))
+            played = ctx.episodes_for("oracle", eci, ctx.episodes, ctx.pkg.oracle_cls)[0]  # the semantic checks'
+            pairs.append(("oracle", [played, ctx.run_episode(ctx.pkg.oracle_cls(), played.seed, eci)]))
         for name, (first, second) in pairs:
             compared += 1
             if _comparable(first) != _comparable(second):
