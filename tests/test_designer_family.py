@@ -38,6 +38,9 @@ class ScriptedModel:
 
     def __call__(self, body: dict) -> Scripted:
         text = body["messages"][-1]["content"]
+        start = max(text.rfind("\n\nWrite "), text.rfind("\n\nYour `"))
+        if text.startswith("The task:") and start > 0:  # a request aside: the task and world, then the instruction
+            text = text[start + 2:]
         self.asked.append(text)
         self.schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
         return Scripted(json.dumps(self.answer(text, self.schema.get("title", ""))))
@@ -314,3 +317,19 @@ def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_exam
     flagged = {p.path for p in copied_from_example(draft, example)}
     assert "domain.recovered_line" not in flagged  # quoted in the field's own description
     assert "domain.components[0].note" in flagged and "domain.summary" in flagged
+
+
+def test_lines_of_prose_are_written_out_of_sight_of_the_worked_example_and_later_pieces_see_them(llm, world):
+    model = ScriptedModel(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    assert designer.design().usable
+    asks = {r["messages"][-1]["content"].split("\n\n")[-1].split(" as JSON")[0]: r["messages"] for r in llm.requests}
+    background = asks["Write `background_lines`"]
+    assert len(background) == 2 and "worked example" not in background[1]["content"]
+    assert '"system_noun"' in background[1]["content"]  # the header written so far: what this world calls things
+    later = asks["Write `victim_metrics` item 1 of 2"]  # a piece in the conversation, after the lines
+    assert "worked example" in later[1]["content"]
+    assert any(m["role"] == "user" and "Write `background_lines`" in m["content"] for m in later)
+    components = next(m for k, m in asks.items() if k.startswith("Write `components` item 1 of 6"))
+    assert "worked example" in components[1]["content"]  # records are written with the example in sight

@@ -86,6 +86,7 @@ class Piece:
     value: Any = None
     guide: str = ""  # field descriptions, shown the first time a kind of piece is asked for
     keys: bool = False  # the keys of a list (written before its items; not part of the domain itself)
+    aside: bool = False  # lines of prose: written out of sight of the worked example (a small model copies its lines)
 
 
 @dataclass
@@ -132,15 +133,20 @@ class Session:
             self.turns.append((key, instruction, completion.text.strip()))
         return value
 
-    def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int) -> BaseModel:
+    def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
+                  schema: dict[str, Any] | None = None) -> BaseModel:
         """One constrained request outside the conversation: the system prompt and the task (the first part of
         the opening message, before the worked example), then the instruction. For a small model that keeps
-        copying what the conversation already holds, a short fresh context breaks the loop."""
+        copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
+        answer joins the conversation as that piece's latest turn (later pieces see it)."""
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
-        completion = self.backend.complete(messages, schema=_schema(model), max_tokens=max_tokens)
+        completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens)
         self._record(completion)
-        return completion.parse_as(model)
+        value = completion.parse_as(model)
+        if key is not None:
+            self.turns.append((key, instruction, completion.text.strip()))
+        return value
 
     def forget(self) -> None:
         """Drop every piece's turns (a whole new design starts from the prefix)."""
@@ -272,7 +278,9 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
         elif _is_model(f.annotation):
             pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=_guide(f.annotation.model_fields)))
         else:  # a list of plain values (lines of text): one piece holding the whole list
-            pieces.append(Piece(f"domain.{name}", _values_model(name, f, len(getattr(example, name))), name))
+            lines = getattr(example, name)
+            prose = sum(isinstance(v, str) and is_prose(v) for v in lines) * 2 >= len(lines) > 0
+            pieces.append(Piece(f"domain.{name}", _values_model(name, f, len(lines)), name, aside=prose))
     return pieces
 
 
@@ -646,8 +654,13 @@ class FamilyDomainDesigner:
         started = time.monotonic()
         try:
             schema = constrained_schema(piece, self._pieces, self._family.domain)
-            piece.value = self._session.ask(instruction, piece.model, _max_tokens(piece, self._example),
-                                            key=piece.path, schema=schema)
+            if piece.aside:  # the worked example's lines are not in sight, so they are not copied
+                piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
+                                                      _max_tokens(piece, self._example), key=piece.path,
+                                                      schema=schema)
+            else:
+                piece.value = self._session.ask(instruction, piece.model, _max_tokens(piece, self._example),
+                                                key=piece.path, schema=schema)
             if piece.keys and problems is None:
                 repeated = [k for i, k in enumerate(piece.value.items) if k.lower() in
                             [x.lower() for x in piece.value.items[:i]]]
@@ -660,6 +673,12 @@ class FamilyDomainDesigner:
         last = self._session.completions[-1]
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
         self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
+
+    def _world_so_far(self) -> str:
+        """The domain's header fields as written (who the agent is, what the system and its parts are called):
+        what a piece written outside the conversation needs to know of this world."""
+        header = next((p for p in self._pieces if p.field is None and p.value is not None), None)
+        return f"This world's domain so far: {header.value.model_dump_json()}\n\n" if header else ""
 
     def _rename_if_key(self, problem: DomainProblem) -> bool:
         """A problem with an item's key (copied, a schema word...) is fixed by renaming that one key: a new name
