@@ -398,3 +398,24 @@ def test_real_model_reports_truncation(small):
         reply.parse_as(Fault)
     with pytest.raises(LocalLLMError, match="does not fit the local model's context"):
         small.complete([{"role": "user", "content": "pump " * 3000}], max_tokens=4)
+
+
+@real_model
+def test_real_model_resumes_a_long_conversation_after_a_request_aside(small):
+    """A conversation of ~1,000 tokens, a short request aside, then the conversation again: its prompt comes back
+    from the saved state (not evaluated again), and the reply is the one it gives with no aside in between."""
+    facts = " ".join(f"Pump P{i} on field {i % 7} draws from well W{i % 3} at {20 + i} metres." for i in range(60))
+    conversation = [{"role": "system", "content": f"You maintain a farm's irrigation. Facts: {facts}"},
+                    {"role": "user", "content": "Which well does pump P12 draw from?"}]
+    small.reset_cache()
+    small.complete(conversation, max_tokens=12)
+    follow = [*conversation, {"role": "assistant", "content": "W0"},
+              {"role": "user", "content": "And pump P13?"}]
+    plain = small.complete(follow, max_tokens=12)
+    small.reset_cache()
+    small.complete(conversation, max_tokens=12)
+    small.complete([{"role": "user", "content": "Name one irrigation pump fault."}], max_tokens=12)  # aside
+    resumed = small.complete(follow, max_tokens=12)
+    assert resumed.usage.prompt_tokens > 900
+    assert resumed.cached_prompt_tokens > 0.8 * resumed.usage.prompt_tokens  # restored, not re-evaluated
+    assert resumed.text == plain.text

@@ -35,6 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from openadapt.designer.chat import BackendInfo, Completion, Message, Sampling, SchemaError, Usage
+from openadapt.designer.local.contexts import SavedContexts, chat_tokens, shared_prefix
 from openadapt.designer.local.errors import LocalLLMError
 from openadapt.designer.local.store import ResolvedModel, resolve_model
 from openadapt.errors import UsageError
@@ -90,6 +91,7 @@ class _Loaded:
         self.llama = llama
         self.load_s = seconds
         self.lock = threading.Lock()
+        self.saved = SavedContexts()
 
 
 _LOADED: dict[tuple[str, int, int, int], _Loaded] = {}
@@ -155,6 +157,7 @@ class LocalLLM:
         correctness: a cached prefix gives the same text)."""
         with self._loaded.lock:
             self._loaded.llama.reset()
+            self._loaded.saved.clear()
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` in this model's vocabulary (to size prompts and examples to n_ctx)."""
@@ -170,7 +173,7 @@ class LocalLLM:
     def option_logprobs(self, messages: list[Message], options: list[str]) -> dict[str, float]:
         """log P(the reply begins with each option): see `_option_logprobs`."""
         with self._loaded.lock:
-            return _option_logprobs(self._loaded.llama, messages, options)
+            return _option_logprobs(self._loaded.llama, messages, options, self._loaded.saved)
 
     def complete(self, messages: list[Message], *, schema: dict | None = None,
                  max_tokens: int | None = None) -> Completion:
@@ -182,6 +185,7 @@ class LocalLLM:
         with self._loaded.lock:
             llama_cpp.llama_perf_context_reset(llama.ctx)
             started = time.monotonic()
+            self._loaded.saved.before(llama, chat_tokens(llama, messages))
             try:
                 response = llama.create_chat_completion(
                     messages=messages, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
@@ -214,27 +218,17 @@ class LocalLLM:
         )
 
 
-def _option_logprobs(llama: Any, messages: list[Message], options: list[str]) -> dict[str, float]:
+def _option_logprobs(llama: Any, messages: list[Message], options: list[str],
+                     saved: SavedContexts) -> dict[str, float]:
     """log P(the reply starts with each option) after `messages`, from the next-token logits: a reading of
     the model's preference that sampling cannot skew. The prompt shares the KV cache with previous calls."""
     import numpy as np
-    from llama_cpp import llama_chat_format
 
-    template = llama.metadata.get("tokenizer.chat_template")
-    if not template:
-        raise LocalLLMError("the model has no chat template: its preferences cannot be read")
-    eos = llama.detokenize([llama.token_eos()]).decode("utf-8", errors="ignore")
-    bos = llama.detokenize([llama.token_bos()]).decode("utf-8", errors="ignore")
-    prompt = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)(
-        messages=messages).prompt
-    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+    tokens = chat_tokens(llama, messages)
     if len(tokens) >= llama.n_ctx():
         raise LocalLLMError(f"the prompt ({len(tokens)} tokens) does not fit the local model's context")
-    cached = 0
-    for a, b in zip(llama._input_ids[: llama.n_tokens], tokens[:-1], strict=False):
-        if a != b:
-            break
-        cached += 1
+    saved.before(llama, tokens)
+    cached = shared_prefix(llama._input_ids[: llama.n_tokens], tokens[:-1])
     llama.n_tokens = cached
     llama._ctx.kv_cache_seq_rm(-1, cached, -1)
     llama.eval(tokens[cached:])

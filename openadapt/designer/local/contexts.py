@@ -1,0 +1,64 @@
+"""Saved KV states: a long conversation interrupted by a short request aside resumes without re-evaluating.
+
+llama.cpp holds one context. The designer's conversation grows to thousands of tokens, and a request aside (a
+short fresh context: the task and one instruction) overwrites it, so the next conversation request evaluated its
+whole prompt again: 80 s on a loaded 2-core machine for a 1.5B model. Before a request throws away most of a long
+context, that context's state is saved; a request that continues a saved context more than the current one loads
+it back (a memory copy, well under a second). Only contexts about to be lost are saved, so a conversation that
+never leaves costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openadapt.designer.chat import Message
+from openadapt.designer.local.errors import LocalLLMError
+
+MIN_SAVED_TOKENS = 512  # a shorter context is cheaper to evaluate again than to keep (a state is ~0.5 GB)
+SAVED_STATES = 2  # the conversation, and one other
+
+
+def chat_tokens(llama: Any, messages: list[Message]) -> list[int]:
+    """The tokens llama.cpp evaluates for `messages` under the GGUF's own chat template, generation prompt
+    included (what `create_chat_completion` renders)."""
+    from llama_cpp import llama_chat_format
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise LocalLLMError("the model has no chat template")
+    eos = llama.detokenize([llama.token_eos()]).decode("utf-8", errors="ignore")
+    bos = llama.detokenize([llama.token_bos()]).decode("utf-8", errors="ignore")
+    prompt = llama_chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)(
+        messages=messages).prompt
+    return llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+
+def shared_prefix(a: Any, b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class SavedContexts:
+    """The states of contexts a request overwrote, most recent last."""
+
+    def __init__(self) -> None:
+        self.states: list[Any] = []  # llama_cpp.LlamaState
+
+    def before(self, llama: Any, tokens: list[int]) -> None:
+        """Call before evaluating `tokens`: saves the current context if `tokens` would discard most of it, and
+        loads a saved one that `tokens` continue further than the current one."""
+        held = llama.n_tokens
+        shared = shared_prefix(llama._input_ids[:held], tokens)
+        if held >= MIN_SAVED_TOKENS and shared < held // 2:
+            self.states = [*self.states[-(SAVED_STATES - 1):], llama.save_state()]
+        best = max(self.states, key=lambda s: shared_prefix(s.input_ids[: s.n_tokens], tokens), default=None)
+        if best is not None and shared_prefix(best.input_ids[: best.n_tokens], tokens) > shared + MIN_SAVED_TOKENS:
+            llama.load_state(best)
+
+    def clear(self) -> None:
+        self.states.clear()
