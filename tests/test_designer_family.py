@@ -333,3 +333,22 @@ def test_lines_of_prose_are_written_out_of_sight_of_the_worked_example_and_later
     assert any(m["role"] == "user" and "Write `background_lines`" in m["content"] for m in later)
     components = next(m for k, m in asks.items() if k.startswith("Write `components` item 1 of 6"))
     assert "worked example" in components[1]["content"]  # records are written with the example in sight
+
+
+def test_a_topped_up_list_with_what_the_domain_needs_is_kept_though_the_piece_asked_for_more(llm, world):
+    class OneNewLineOnly(ScriptedModel):
+        def answer(self, text, title):
+            if "one more line for the domain's `noise_lines`" in text:
+                return {"line": "INFO {component} valve schedule reloaded"}  # new once, then the same again
+            return super().answer(text, title)
+
+    a, b, c = (f"INFO {{component}} routine filter check {n} passed" for n in "abc")
+    world["noise_lines"] = [a, a, b, b, c]  # the piece asks for 5; 3 distinct; the domain needs 4
+    model = OneNewLineOnly(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    lines = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
+    assert lines == [a, b, c, "INFO {component} valve schedule reloaded"]
+    assert not any(a.startswith("Your `domain.noise_lines`") for a in model.asked)  # no whole-list rewrite

@@ -718,8 +718,9 @@ class FamilyDomainDesigner:
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
         lines = list(dict.fromkeys(items))
-        # as many as the domain wants, and as the piece itself asks for (it may ask for more)
+        # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
         need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
+        enough = int(wanted.group(1))
         guide = self._family.domain.model_fields[piece.field].description or ""
         one = create_model("OneLine", line=(str, ...))
         repeated = ""
@@ -739,14 +740,14 @@ class FamilyDomainDesigner:
                 repeated = ""
             else:  # said again, the same words would come back: the next request differs
                 repeated = f"{line!r} is already there. "
-        try:
-            piece.value = piece.model(items=lines)
-        except ValidationError as exc:
-            self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not enough "
-                          f"({exc.errors()[0]['msg'][:80]})")
+        if len(lines) < enough:
+            self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not the "
+                          f"{enough} it needs")
             return False
+        # The piece's model asks the LLM for exactly `need`; the domain's own bounds judge the list when parsed.
+        piece.value = piece.model.model_construct(items=lines)
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
-        return len(lines) >= need
+        return True
 
     def _reword(self, problem: DomainProblem) -> bool:
         """A text an item repeats from its siblings (a small model copies the note it wrote before, and copies it
