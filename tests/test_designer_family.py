@@ -352,3 +352,21 @@ def test_a_topped_up_list_with_what_the_domain_needs_is_kept_though_the_piece_as
     lines = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
     assert lines == [a, b, c, "INFO {component} valve schedule reloaded"]
     assert not any(a.startswith("Your `domain.noise_lines`") for a in model.asked)  # no whole-list rewrite
+
+
+def test_a_draft_that_never_parses_is_kept_for_the_user_to_read(llm, world, tmp_path, validator):
+    class NoPlaceholder(ScriptedModel):  # the alert never names {component}, however often it is asked
+        def answer(self, text, title):
+            value = super().answer(text, title)
+            if isinstance(value, dict) and "alert" in value:
+                value = {**value, "alert": "[P2] pressure low on the farm"}
+            return value
+
+    llm.responder = NoPlaceholder(world)
+    result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm),
+                                      max_attempts=2), validator=validator)
+    assert not result.ok and "no usable design after 2 attempt(s)" in result.reason
+    draft = yaml.safe_load((result.failed_dir / "attempt-2" / "draft.yaml").read_text())
+    assert draft["alert"] == "[P2] pressure low on the farm" and len(draft["components"]) == 6
+    header = (result.failed_dir / "attempt-1" / "draft.yaml").read_text().splitlines()[:3]
+    assert header[0] == "# The domain as drafted; it did not parse:" and "domain.alert" in header[1]

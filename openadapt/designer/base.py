@@ -34,6 +34,7 @@ class Candidate(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     retries: list[str] = Field(default_factory=list)
     notes: dict[str, Any] = Field(default_factory=dict)  # e.g. the family chosen and why
+    draft: str = ""  # what an unusable reply did contain (a domain that did not parse), kept for the user to read
 
     @property
     def usable(self) -> bool:

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.base import Candidate, DesignerInfo
@@ -818,7 +819,10 @@ class FamilyDomainDesigner:
         notes = {**notes, "piece_repair_rounds": rounds, "requests": len(self._session.completions),
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems:
-            return Candidate(problems=[str(p) for p in problems[:12]], usage=self._attempt_usage(), notes=notes)
+            draft = yaml.safe_dump(self._draft(), sort_keys=False, allow_unicode=True, width=120)
+            why = "".join(f"# - {' '.join(str(p).split())}\n" for p in problems[:12])
+            return Candidate(problems=[str(p) for p in problems[:12]], usage=self._attempt_usage(), notes=notes,
+                             draft=f"# The domain as drafted; it did not parse:\n{why}{draft}")
         domain = self._family.parse_domain(self._draft())
         section = self._family.section(task=self.task)
         header = (f"Domain of {self.name} (family {self._family.ref}), designed by {self.info.model} for the task:\n"

@@ -22,6 +22,7 @@ from openadapt.envpkg.render import write_files
 from openadapt.validator import ValidationReport, Verdict
 
 Progress = Callable[[str, int, str], None]  # (phase, attempt, detail)
+DRAFT_FILE = "draft.yaml"  # an unusable attempt's draft, beside where its package would have been staged
 
 
 class LoopResult(BaseModel):
@@ -60,6 +61,8 @@ def run_design(designer: Designer, validator: Any, *, name: str, work: Path, max
         previous = candidate
         last = attempt == max_attempts or designer.deterministic
         if not candidate.usable:
+            if candidate.draft:
+                write_files({DRAFT_FILE: candidate.draft}, work / f"attempt-{attempt}")
             feedback = unusable_feedback(candidate)
             record.feedback_sent = None if last else feedback
             if last:
