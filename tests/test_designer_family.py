@@ -370,3 +370,48 @@ def test_a_draft_that_never_parses_is_kept_for_the_user_to_read(llm, world, tmp_
     assert draft["alert"] == "[P2] pressure low on the farm" and len(draft["components"]) == 6
     header = (result.failed_dir / "attempt-1" / "draft.yaml").read_text().splitlines()[:3]
     assert header[0] == "# The domain as drafted; it did not parse:" and "domain.alert" in header[1]
+
+
+def test_a_log_line_repeated_across_items_is_reworded_line_by_line(llm, world):
+    same = "WARN {component} pump is not responding"
+    broken = {f"domain.faults[{i}]": {**world["faults"][i], "evidence": [world["faults"][i]["evidence"][0], same]}
+              for i in range(3)}
+
+    class Lines(ScriptedModel):
+        def answer(self, text, title):
+            if text.startswith("Line 2 of `evidence` of `domain.faults["):
+                return {"text": f"ERROR {{component}} scripted line {len(self.asked)}"}
+            return super().answer(text, title)
+
+    model = Lines(world, break_once=broken)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    assert sum(a.startswith("Line 2 of `evidence`") for a in model.asked) == 2  # every copy but the first
+    assert not any(a.startswith("Your `domain.faults[") for a in model.asked)  # no fault rewritten whole
+    evidence = [f["evidence"] for f in yaml.safe_load(candidate.files["domain.yaml"])["faults"]]
+    assert sum(same in lines for lines in evidence) == 1 and evidence[0][1] == same
+
+
+def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(llm, world):
+    fault = world["faults"][0]
+    usual = {**fault, "constraint": {"note": f"runbook note: do {fault['fix']} as usual ({fault['fix']})",
+                                     "fix": fault["fix"]}}  # a constraint that calls for the usual fix
+
+    class Constraint(ScriptedModel):
+        def answer(self, text, title):
+            if text.startswith("`domain.faults[0].constraint` has problems"):
+                return fault["constraint"]
+            return super().answer(text, title)
+
+    model = Constraint(world, break_once={"domain.faults[0]": usual})
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [a for a in model.asked if a.startswith("`domain.faults[0].constraint` has problems")]
+    assert "must differ from the usual fix" in ask and f'"fix": "{fault["fix"]}"' in ask  # the item it belongs to
+    assert not any(a.startswith("Your `domain.faults[0]`") for a in model.asked)
+    written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]
+    assert written["constraint"] == fault["constraint"] and written["evidence"] == fault["evidence"]

@@ -751,30 +751,73 @@ class FamilyDomainDesigner:
         return True
 
     def _reword(self, problem: DomainProblem) -> bool:
-        """A text an item repeats from its siblings (a small model copies the note it wrote before, and copies it
-        again when the whole item is asked for) is asked for on its own, different from all the others."""
-        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        """A text an item repeats from its siblings (a small model copies the note or the log line it wrote
+        before, and copies it again when the whole item is asked for) is asked for on its own, different from
+        all the others: a field (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
         if not match or "the same text appears" not in problem.message:
             return False
         piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))), None)
-        name = match.group(3)
-        if piece is None or piece.value is None or not isinstance(getattr(piece.value, name, None), str):
+        name, line = match.group(3), None if match.group(4) is None else int(match.group(4))
+        current = getattr(piece.value, name, None) if piece is not None and piece.value is not None else None
+        if line is not None:
+            current = current[line] if isinstance(current, list) and line < len(current) else None
+        if not isinstance(current, str):
             return False
-        siblings = [getattr(p.value, name) for p in self._pieces
-                    if p.field == piece.field and p.index is not None and p.value is not None]
-        field_info = piece.model.model_fields[name]
+        siblings = []
+        for p in self._pieces:
+            if p.field == piece.field and p.index is not None and p.value is not None:
+                value = getattr(p.value, name)
+                siblings += value if isinstance(value, list) else [value]
         one = create_model("OneText", text=(str, ...))
+        what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         try:
-            text = self._session.ask(f"The `{name}` of `{piece.path}` repeats another item's. Write a new one as "
-                                     f"JSON {{\"text\": ...}}, in its own words, different from every one of: "
-                                     f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
-                                     f"{field_info.description or ''}", one, max_tokens=160).text.strip()
+            text = self._session.ask(f"{what[0].upper()}{what[1:]} of `{piece.path}` repeats another item's. Write a "
+                                     f"new one as JSON {{\"text\": ...}}, in its own words, different from every "
+                                     f"one of: {json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
+                                     f"{piece.model.model_fields[name].description or ''}", one,
+                                     max_tokens=160).text.strip()
             if text in siblings:  # a copy again: the item is rewritten whole instead
                 return False
-            piece.value = piece.model.model_validate({**piece.value.model_dump(), name: text})
+            data = piece.value.model_dump()
+            if line is None:
+                data[name] = text
+            else:
+                data[name] = [text if i == line else v for i, v in enumerate(data[name])]
+            piece.value = piece.model.model_validate(data)
         except (ReplyError, ValidationError):
             return False
-        self.progress("reworded", self._attempt, f"{piece.path}.{name}")
+        self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
+        return True
+
+    def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
+        """A problem inside a record nested in a list item (`faults[0].constraint.fix`) is fixed by asking for
+        that record alone, with the problems and the item as it stands: rewriting the whole item costs every
+        field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\.", problem.path)
+        piece = next((p for p in self._pieces if match and p.field == match.group(1)
+                      and p.index == int(match.group(2)) and p.value is not None), None)
+        name = match.group(3) if match else ""
+        info = piece.model.model_fields.get(name) if piece is not None else None
+        if info is None or not _is_model(info.annotation):
+            return False
+        part = info.annotation
+        at = f"{piece.path}.{name}"
+        if at in done:  # one request per record and round, with all of its problems
+            return True
+        done.add(at)
+        problems = [str(p) for p in self._check() if p.path.startswith(at + ".") or p.path == at]
+        rest = {k: v for k, v in piece.value.model_dump(mode="json").items() if k != name}
+        try:
+            value = self._session.ask(
+                f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
+                f"\nThe rest of `{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
+                f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{_guide(part.model_fields)}",
+                part, max_tokens=max(200, _max_tokens(piece, self._example) // 2))
+            piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("rewrote", self._attempt, at.removeprefix("domain."))
         return True
 
     def _attempt_usage(self) -> Usage:
@@ -804,8 +847,10 @@ class FamilyDomainDesigner:
         while problems and rounds < MAX_REPAIR_ROUNDS:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
+            parts: set[str] = set()
             for problem in problems:
-                if self._rename_if_key(problem) or self._top_up(problem) or self._reword(problem):
+                if (self._rename_if_key(problem) or self._top_up(problem) or self._reword(problem)
+                        or self._rewrite_part(problem, parts)):
                     continue
                 for piece in owner(problem.path, self._pieces):
                     by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))
