@@ -349,8 +349,10 @@ def _instruction(piece: Piece, pieces: list[Piece], family: Family, problems: li
         head = "Write the domain's header fields as JSON, for THIS task's world (not the example's)."
     elif piece.keys:
         key = family.domain.KEYS[piece.field]
+        item = _list_item_model(family.domain.model_fields[piece.field].annotation)
         head = (f"First name the `{piece.field}` of this world: write the `{key}` of each of them as JSON "
-                '{"items": [...]}, all different, each specific to the task\'s world.')
+                '{"items": [...]}, all different, each specific to the task\'s world. Each `' + key + "`: " +
+                (item.model_fields[key].description or ""))
     elif piece.index is not None and (keys := _keys_of(pieces, piece.field)):
         head = f"Write `{piece.field}` item {piece.index + 1} of {len(keys)}, `{keys[piece.index]}`, as JSON."
     elif piece.index is not None:
