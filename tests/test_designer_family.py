@@ -415,3 +415,16 @@ def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(ll
     assert not any(a.startswith("Your `domain.faults[0]`") for a in model.asked)
     written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]
     assert written["constraint"] == fault["constraint"] and written["evidence"] == fault["evidence"]
+
+
+def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_below_the_schemas_minimum():
+    from openadapt.designer.family_design import MAX_FREE_CHARS, MAX_LIST_ITEMS, bounded
+
+    schema = {"type": "object", "properties": {
+        "choices": {"type": "array", "maxItems": 60, "items": {"type": "string"}},
+        "columns": {"type": "array", "minItems": 10, "maxItems": 14, "items": {"type": "string", "maxLength": 20}},
+        "kind": {"type": "string", "enum": ["a", "b"]}, "tags": {"type": "array", "maxItems": 3}}}
+    out = bounded(schema)["properties"]
+    assert out["choices"]["maxItems"] == MAX_LIST_ITEMS and out["choices"]["items"]["maxLength"] == MAX_FREE_CHARS
+    assert out["columns"]["maxItems"] == 10 and out["columns"]["items"]["maxLength"] == 20
+    assert "maxLength" not in out["kind"] and out["tags"]["maxItems"] == 3

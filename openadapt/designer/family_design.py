@@ -46,6 +46,8 @@ from openadapt.families.yamlio import dump_domain
 ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
 EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
+MAX_LIST_ITEMS = 8  # items a piece's lists may have (see `bounded`)
+MAX_FREE_CHARS = 300  # characters of a string the schema leaves unbounded
 Progress = Callable[[str, int, str], None]
 
 SYSTEM = ("You design training environments for AI agents. You write the data of one world: its entities, "
@@ -384,9 +386,25 @@ def _known(pieces: list[Piece], source: str) -> list[str]:
     return list(dict.fromkeys(v for v in values if isinstance(v, str)))
 
 
+def bounded(schema: Any) -> Any:
+    """`schema` with every list capped at MAX_LIST_ITEMS (or its minimum, if more) and every free string at
+    MAX_FREE_CHARS: a grammar lets a small model go on to the schema's own bound (60 choices of a column), and it
+    does, until the token limit cuts the reply. The caps only narrow what the domain allows."""
+    if isinstance(schema, list):
+        return [bounded(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded(v) for k, v in schema.items()}
+    if out.get("type") == "array":
+        out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
+    if out.get("type") == "string" and "enum" not in out:
+        out["maxLength"] = min(out.get("maxLength", MAX_FREE_CHARS), max(out.get("minLength", 0), MAX_FREE_CHARS))
+    return out
+
+
 def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domain]) -> dict[str, Any]:
-    """The piece's JSON schema, with its key fixed and its references limited to values that exist."""
-    schema = piece.model.model_json_schema()
+    """The piece's JSON schema, bounded, with its key fixed and its references limited to values that exist."""
+    schema = bounded(piece.model.model_json_schema())
     props = schema.get("properties", {})
     if piece.index is None or piece.keys:
         return schema
