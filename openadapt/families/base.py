@@ -28,8 +28,10 @@ from openadapt.families.domain import Domain, DomainError, DomainProblem, schema
 from openadapt.kit.eci import TIERS
 from openadapt.kit.section import PackageSection
 
+# Every family is the sub-package of its name here (`get_family` imports it by that name).
+FAMILIES_DIR = Path(__file__).resolve().parent
 # openadapt's seed packages (data): a seed built on a family is one of its examples.
-SEEDS_DIR = Path(__file__).resolve().parent.parent / "seed_envs"
+SEEDS_DIR = FAMILIES_DIR.parent / "seed_envs"
 
 
 
@@ -49,7 +51,6 @@ class Family:
     oracle: type
     heuristic: type
     step_budget: dict[int, int]
-    root: Path  # the family's folder: prompts/, examples/, README.md
     reward_range: tuple[float, float] = (-0.5, 1.0)
     solved_reward: float = 0.95
     invalid_action_reward: float = -0.1
@@ -60,6 +61,11 @@ class Family:
     @property
     def ref(self) -> str:
         return f"{self.name}@{self.version}"
+
+    @property
+    def root(self) -> Path:
+        """The family's folder (its sub-package): prompts/, examples/, README.md."""
+        return FAMILIES_DIR / self.name
 
     @property
     def prompts(self) -> Path:

@@ -19,6 +19,13 @@ class AgentAction(Action):
     completion can still be sent as an action (`{"metadata": {MALFORMED_KEY: reason}}`)."""
 
 
+class ToolAction(AgentAction):
+    """An action that starts by naming its tool: the family's `models(domain)` narrows `tool` to the tool names
+    of the domain (`with_choices`); the subclass adds the arguments the tools take."""
+
+    tool: str | None = Field(default=None, description="what to do")
+
+
 class AgentObservation(Observation):
     """Fields every openadapt observation carries, beside the domain's own."""
 

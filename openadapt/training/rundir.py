@@ -54,35 +54,24 @@ def write_json_atomic(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
+def _inside(name: str) -> property:
+    """One entry of the layout above, read as a property of the run: `run.config_path` is
+    `run.path / "config.json"`."""
+    return property(lambda run: run.path / name, doc=f"RUN_DIR/{name}")
+
+
 class RunDir:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._lock: DirectoryLock | None = None
 
-    # ---- paths ------------------------------------------------------------------------------------------
-    @property
-    def config_path(self) -> Path:
-        return self.path / "config.json"
-
-    @property
-    def metrics_path(self) -> Path:
-        return self.path / "metrics.jsonl"
-
-    @property
-    def summary_path(self) -> Path:
-        return self.path / "summary.json"
-
-    @property
-    def checkpoints(self) -> Path:
-        return self.path / "checkpoints"
-
-    @property
-    def init_dir(self) -> Path:
-        return self.path / "init"
-
-    @property
-    def final_dir(self) -> Path:
-        return self.path / "final"
+    # ---- paths (the layout above) ---------------------------------------------------------------------
+    config_path = _inside("config.json")
+    metrics_path = _inside("metrics.jsonl")
+    summary_path = _inside("summary.json")
+    checkpoints = _inside("checkpoints")
+    init_dir = _inside("init")
+    final_dir = _inside("final")
 
     # ---- lock -------------------------------------------------------------------------------------------
     def lock(self) -> None:

@@ -2,8 +2,6 @@
 decides it and feedback, scored against the planted truth (lab reports, essays, vendor security questionnaires,
 loan or grant applications, code reviews against a checklist)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.assessment.domain import AssessmentDomain
 from openadapt.families.assessment.engine import AssessmentEnvironment
@@ -32,7 +30,6 @@ FAMILY = register_family(Family(
     oracle=AssessmentOracle,
     heuristic=CueHeuristic,
     step_budget={1: 14, 2: 14, 3: 14, 4: 14, 5: 9},
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "one planted feature per criterion sets its level; clean text",
         2: "+ OCR-garbled lines (30%); graded sections missing from the copy (30%, up to two): request the "

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from openadapt.families.assessment.domain import AssessmentDomain
-from openadapt.kit.models import AgentAction, AgentObservation, with_choices
+from openadapt.kit.models import AgentObservation, ToolAction, with_choices
 
 MAX_QUOTES = 3  # evidence quotes per grade; more is evidence stuffing
 
@@ -34,11 +34,10 @@ def _rows(value: Any) -> Any:
     return value
 
 
-class AssessmentAction(AgentAction):
+class AssessmentAction(ToolAction):
     """Read a section, request a missing one, consult the grading guide (each costs a step), or submit the
     grades (ends the episode)."""
 
-    tool: str | None = Field(default=None, description="what to do")
     section: str | None = Field(default=None, description="the section to read or request")
     grades: list[Grade] = Field(default_factory=list, max_length=12, description=(
         "submit: one grade per rubric criterion"))

@@ -2,8 +2,6 @@
 right fix, from alerts, logs, readings, dependency health and runbook notes (incident triage, equipment
 faults, configuration debugging, CI failures, alert triage)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.diagnosis.domain import DiagnosisDomain
@@ -30,7 +28,6 @@ FAMILY = register_family(Family(
     oracle=DiagnosisOracle,
     heuristic=TelltaleHeuristic,
     step_budget={1: 10, 2: 10, 3: 10, 4: 10, 5: 5},
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "the alert fires on the faulty component; clean logs and readings",
         2: "+ readings and log lines blurred, cut short or missing; benign lines that share the faults' words",

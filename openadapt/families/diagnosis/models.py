@@ -5,13 +5,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from openadapt.families.diagnosis.domain import DiagnosisDomain
-from openadapt.kit.models import AgentAction, AgentObservation, with_choices
+from openadapt.kit.models import AgentObservation, ToolAction, with_choices
 
 
-class DiagnosisAction(AgentAction):
+class DiagnosisAction(ToolAction):
     """Investigate a component (costs a step) or submit the final diagnosis (ends the episode)."""
 
-    tool: str | None = Field(default=None, description="what to do")
     component: str | None = Field(default=None, description="the component to investigate or diagnose")
     fault: str | None = Field(default=None, description="diagnosis: the fault")
     fix: str | None = Field(default=None, description="diagnosis: the fix to apply")

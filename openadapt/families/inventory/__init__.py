@@ -3,8 +3,6 @@ forecast, ordering from suppliers whose lead times drift and who deliver late, a
 planner's (warehouse replenishment, a hospital pharmacy's drugs, a kitchen's ingredients, a fleet's spare
 parts)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.inventory.domain import InventoryDomain
@@ -41,7 +39,6 @@ FAMILY = register_family(Family(
     heuristic=FaceValueHeuristic,
     step_budget={1: 20, 2: 24, 3: 24, 4: 30, 5: 26},
     reward_range=(-0.1, 1.0),
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "exact stock records and forecasts, catalogue lead times hold, deliveries on time",
         2: "+ stock records wrong (mostly phantom stock) or not shown for some items (15% each), forecasts blurred "

@@ -3,7 +3,6 @@ bottom line, concession style, patience and hard limits are hidden, over rounds 
 questions (buying from a supplier by email, a salary offer, a freight rate with a carrier, a lease, a licence)."""
 
 import json
-from pathlib import Path
 
 from openadapt.families import register_family
 from openadapt.families.base import Family
@@ -43,7 +42,6 @@ FAMILY = register_family(Family(
     oracle=NegotiationOracle,
     heuristic=FaceValueHeuristic,
     step_budget={1: 10, 2: 10, 3: 10, 4: 10, 5: 6},
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "clean briefing (targets from sound market intelligence); the counterpart's tells are true and it "
            "calls an offer final only at its real floor",

@@ -2,8 +2,6 @@
 drifted from its documentation; answers are checked by executing them (text-to-SQL on sales, clinic,
 logistics, finance or any relational database whose schema keeps changing)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.querying.domain import QueryingDomain
@@ -42,7 +40,6 @@ FAMILY = register_family(Family(
     oracle=QueryingOracle,
     heuristic=DocumentedSchemaHeuristic,
     step_budget={1: 10, 2: 10, 3: 10, 4: 10, 5: 6},
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "the live schema is the documented one; full comments and foreign keys",
         2: "+ tables and columns renamed (30%), comments, rename notes and foreign keys withheld or cut short, "

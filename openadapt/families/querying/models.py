@@ -6,13 +6,12 @@ from pydantic import Field
 
 from openadapt.families.querying.domain import QueryingDomain
 from openadapt.families.querying.engine import TOOLS
-from openadapt.kit.models import AgentAction, AgentObservation, with_choices
+from openadapt.kit.models import AgentObservation, ToolAction, with_choices
 
 
-class QueryAction(AgentAction):
+class QueryAction(ToolAction):
     """Explore the database (each action costs a step) or submit the final answer (ends the episode)."""
 
-    tool: str | None = Field(default=None, description="what to do")
     table: str | None = Field(default=None, max_length=4000, description="describe_table: the table to describe")
     sql: str = Field(default="", max_length=8000, description=(
         "run_query: one read-only SELECT; submit_answer: the query whose result answers the question"))

@@ -2,8 +2,6 @@
 invoices; a bank statement and the ledger; a carrier's freight bill and the shipment records) and find, classify
 and resolve the discrepancies planted between them."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.reconciliation.domain import LATE_DAYS, ReconciliationDomain
@@ -33,7 +31,6 @@ FAMILY = register_family(Family(
     oracle=ReconciliationOracle,
     heuristic=MatchingHeuristic,
     step_budget={1: 24, 2: 24, 3: 24, 4: 24, 5: 22},
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "clean records: every reference printed, parties under their master-data names, figures exact; 1-2 "
            "planted discrepancies in a batch of batch_size transactions",

@@ -5,14 +5,13 @@ from __future__ import annotations
 from pydantic import Field
 
 from openadapt.families.reconciliation.domain import ReconciliationDomain
-from openadapt.kit.models import AgentAction, AgentObservation, with_choices
+from openadapt.kit.models import AgentObservation, ToolAction, with_choices
 
 
-class ReconciliationAction(AgentAction):
+class ReconciliationAction(ToolAction):
     """List a source, open a record or read a party's terms (each costs a step); flag or withdraw a finding;
     or submit the findings (ends the episode)."""
 
-    tool: str | None = Field(default=None, description="what to do")
     source: str | None = Field(default=None, description="list: the source whose records to list")
     record: str | None = Field(default=None, description="inspect, flag, withdraw: a record id shown in a listing")
     party: str | None = Field(default=None, description="terms: the party whose terms to read")

@@ -2,8 +2,6 @@
 fill the header, the summary metrics and the KPI rows, render the PDF, deliver it through a flaky mail API and
 submit (daily customer reports, weekly warehouse reports, a clinic's daily census, monthly statements)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.report.domain import ReportDomain
@@ -40,7 +38,6 @@ FAMILY = register_family(Family(
     step_budget={1: 40, 2: 40, 3: 40, 4: 40, 5: 30},
     invalid_action_reward=0.0,
     malformed_reward=0.0,
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "clean data; the task's subject, date and type in the instructions; mail: 20% flaky network, 10% "
            "unroutable primary",

@@ -3,8 +3,6 @@
 wishes, overtime), through an emergency and an absence; feasibility and the objective are checked by the engine
 against the optimum of its own exact search (operating lists, nurse rosters, dock doors, court lists)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.scheduling.domain import SchedulingDomain
@@ -46,7 +44,6 @@ FAMILY = register_family(Family(
     heuristic=GreedyHeuristic,
     step_budget={1: 24, 2: 24, 3: 24, 4: 24, 5: 18},
     solved_reward=0.9,
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "every duration and working hours confirmed; one unavailable resource marked as such",
         2: "+ three durations or working hours listed as estimates (booked as listed, checked against the truth "

@@ -5,15 +5,14 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from openadapt.families.scheduling.domain import SchedulingDomain
-from openadapt.kit.models import AgentAction, AgentObservation, with_choices
+from openadapt.kit.models import AgentObservation, ToolAction, with_choices
 
 MAX_TASK_IDS = 12  # task ids a day can use (requests, invalid requests, emergencies)
 
 
-class SchedulingAction(AgentAction):
+class SchedulingAction(ToolAction):
     """Inspect a record, book/move or unbook a task (each costs a step), or submit the plan (ends the episode)."""
 
-    tool: str | None = Field(default=None, description="what to do")
     task: str | None = Field(default=None, description="the task to inspect, book, move or unbook")
     site: str | None = Field(default=None, description="book: the site; inspect: a site to read")
     staff: str | None = Field(default=None, description="book: the staff member; inspect: a staff member to read")

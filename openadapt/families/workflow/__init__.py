@@ -2,8 +2,6 @@
 a team, inside a junior or senior authority scope watched by an oversight referee, through silent schema drift
 and chaos (sales and HR desks, IT service desks and ticket routing, refunds, supply chain, admissions desks)."""
 
-from pathlib import Path
-
 from openadapt.families import register_family
 from openadapt.families.base import Family
 from openadapt.families.workflow.domain import WorkflowDomain
@@ -50,7 +48,6 @@ FAMILY = register_family(Family(
     heuristic=QueueHeuristic,
     step_budget={1: 16, 2: 18, 3: 22, 4: 24, 5: 22},
     reward_range=(-1.0, 1.0),
-    root=Path(__file__).resolve().parent,
     tier_changes={
         1: "3 tasks, every policy in view, no drift, no chaos",
         2: "+ the amount field renamed at step 3, chaos (dropout, priority spike, inbox noise), a third colleague "
