@@ -206,3 +206,16 @@ def test_bad_reset_arguments_leave_the_episode_alone(triage, kwargs, message):
     with pytest.raises(ValueError, match=message):
         env.reset(**{"seed": 1, "eci": 4, **kwargs})
     assert env.state.model_dump() == before and env.tier.eci == 2
+
+
+def test_a_draft_log_line_without_its_component_gets_one_after_its_level():
+    from openadapt.families.diagnosis.domain import DiagnosisDomain
+
+    draft = {"symptom_lines": ["... {dependency} timed out ...", "WARN retries to {dependency} exhausted",
+                               "ERROR {component} lost {dependency}"],
+             "background_lines": ["pump cycle finished in {n} s"], "noise_lines": []}
+    tidy = DiagnosisDomain.tidy(draft)
+    assert tidy["symptom_lines"] == ["ERROR {component} {dependency} timed out",
+                                     "WARN {component} retries to {dependency} exhausted",
+                                     "ERROR {component} lost {dependency}"]
+    assert tidy["background_lines"] == ["INFO {component} pump cycle finished in {n} s"]

@@ -53,8 +53,9 @@ class Metric(DomainPart):
 class Constraint(DomainPart):
     note: str = Field(min_length=20, max_length=300, description=(
         "A runbook note on the faulty component that makes the usual fix wrong, and says what to do instead, "
-        "naming that fix in parentheses, e.g. 'runbook note: {component} feeds the greenhouse on a timer; do "
-        "not shut it down. Move the stock to the backup room instead (move_to_backup_room).' May use {component}."))
+        "naming that fix in parentheses, e.g. 'runbook note: {component} is the only unit of its kind running "
+        "today; do not take it offline. Move its load to the standby unit instead (shift_to_standby).' May use "
+        "{component}."))
     fix: str = Field(min_length=3, max_length=40, description="the fix the note calls for (an identifier)")
 
 
@@ -128,7 +129,8 @@ class DiagnosisDomain(Domain):
         "percentage) and {latency} (a duration in ms), e.g. '[P2] {component}: temperature {rate}% above setpoint'."))
     symptom_lines: list[str] = Field(min_length=3, max_length=3, description=(
         "Exactly three log lines a component prints when something it depends on fails; each uses "
-        "{component} and {dependency}. The first must read like '... {dependency} timed out ...'."))
+        "{component} and {dependency}. The first says that {dependency} timed out, e.g. 'ERROR {component} "
+        "request to {dependency} timed out'."))
     background_lines: list[str] = Field(min_length=4, max_length=10, description=(
         "Routine log lines a healthy component prints (no fault signal); use {component}, may use {n}, {pct}."))
     recovered_line: str = Field(min_length=10, max_length=200, description=(
@@ -147,7 +149,7 @@ class DiagnosisDomain(Domain):
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
         words; a constraint note that does not name its fix gets it in parentheses; a log line without the
-        component it is printed by gets the usual '{component}' after its level."""
+        component it is printed by (a symptom, a background or a noise line) gets '{component}' after its level."""
         data = dict(data)
         faults = [dict(f) for f in data.get("faults", []) if isinstance(f, dict)]
         if faults:
@@ -164,8 +166,8 @@ class DiagnosisDomain(Domain):
                         constraint.get("note", "")):
                     fault["constraint"] = {**constraint, "note": f"{constraint.get('note', '')} ({constraint['fix']})"}
             data["faults"] = faults
-        for name in ("background_lines", "noise_lines"):
-            data[name] = [_with_component(line) for line in data.get(name, [])]
+        for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO"), ("symptom_lines", "ERROR")):
+            data[name] = [_with_component(line, level) for line in data.get(name, [])]
         return data
 
     # ---- semantic checks ---------------------------------------------------------------------------------
@@ -288,10 +290,13 @@ class DiagnosisDomain(Domain):
 _LEVELS = ("ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTICE")
 
 
-def _with_component(line):
+def _with_component(line, default_level: str = "INFO"):
+    """A log line without the component it is printed by gets '{component}' after its level (and a level if
+    it has none); a small model's '... {dependency} timed out ...' loses its ellipses."""
     if not isinstance(line, str) or "{component}" in line:
         return line
+    line = line.strip(". ") or line
     level, _, rest = line.partition(" ")
     if level.upper().rstrip(":") in _LEVELS:
         return f"{level} {{component}} {rest}"
-    return f"INFO {{component}} {line}"
+    return f"{default_level} {{component}} {line}"
