@@ -49,6 +49,7 @@ PR_SET_CHILD_SUBREAPER = 36
 POLL_S = 0.05  # how often the worker looks at deadlines and the scratch while a candidate runs
 DRAIN_S = 0.05  # after the child exits, what its leftovers may still say before they are killed
 TWIN_WAIT_S = 15.0  # after the candidate, how long the twin's episodes may still take
+TWIN_STEP_LIMIT_S = 10.0  # one reset() or step() of the twin's (the candidate's bound is checks.base.STEP_TIMEOUT_S)
 DEFAULT_DISK_MB = 64
 DEFAULT_DISK_CAP_MB = 256
 DISK_HEADROOM = 1024 * 1024  # the tmpfs is this much larger than declared: a fill shows as "over"
@@ -725,6 +726,9 @@ def _compare_fingerprints(main: dict, twin_reply: dict | None, twin: Twin | None
         why = "the second interpreter is not available" if twin is None else \
             "the second interpreter did not finish its episodes in time"
         return {"status": "skip", "evidence": [f"not compared: {why}"]}
+    if twin_reply.get("timed_out"):
+        return {"status": "skip", "evidence": [f"not compared: the second interpreter ran out of time "
+                                               f"({twin_reply.get('error')})"]}
     if not twin_reply.get("ok"):
         return {"status": "fail", "evidence": [f"under PYTHONHASHSEED={twin.hash_seed} the package failed where it "
                                                f"ran under the validator's: {str(twin_reply.get('error'))[:300]}"]}
@@ -910,12 +914,20 @@ def _fingerprint_child(request: dict, results_fd: int, output_fd: int, page) -> 
         ctx = Context(Path(request["package"]), list(request["tiers"]), int(request["episodes"]),
                       guard=CallGuard(page), timeout_s=float(request["timeout_s"]),
                       memory_mb=int(request["memory_mb"]))
+        # The candidate's calls were held to the step bound already; here they only have to finish (the twin
+        # shares the machine with the remaining checks).
+        ctx.step_limit_s = TWIN_STEP_LIMIT_S
         ctx.manifest = parse_manifest(ctx.root)
         ctx.pkg = ctx.timed(LoadedPackage, PackageRef(ctx.root, ctx.manifest, seed=False), bucket=ctx.import_seconds,
                             limit_s=ctx.import_limit_s, label="importing the package")
         payload = {"ok": True, "fingerprint": fingerprint(ctx)}
     except BaseException as exc:  # noqa: BLE001
-        payload = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        from openadapt.validator.checks.base import StepTimeout
+
+        # A call past its time bound, here where the episodes run alongside the remaining checks, says more of
+        # the machine's load than of the package: the comparison is then skipped, not failed.
+        payload = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                   "timed_out": isinstance(exc, StepTimeout)}
     try:
         data = (json.dumps(payload) + "\n").encode()
         view = memoryview(data)
@@ -961,6 +973,17 @@ def _fingerprint(request: dict, reaper: Reaper) -> dict:
             break
     with contextlib.suppress(ValueError):
         reply = json.loads(data.split(b"\n", 1)[0]) if data else None
+    overdue = guard.overdue()
+    if reply is None and (overdue is not None or time.monotonic() >= deadline):
+        # Out of time, not out of answers: on a loaded machine the twin's episodes (which run alongside the
+        # remaining checks) can take longer than the candidate's. The comparison is skipped, not failed.
+        what = f"{overdue[0]} ran past its {overdue[1]:g} s bound" if overdue else \
+            f"its episodes took more than {float(request['timeout_s']):g} s"
+        reply = {"ok": False, "timed_out": True, "error": f"the second interpreter's candidate: {what}"}
+    elif reply is None:
+        status = reaper.exits.get(pid)
+        reply = {"ok": False, "error": "the second interpreter's candidate stopped without an answer"
+                 + (f" ({_describe_exit(status)})" if status is not None and _describe_exit(status) else "")}
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     _sweep(reaper, set())
@@ -970,7 +993,7 @@ def _fingerprint(request: dict, reaper: Reaper) -> dict:
             os.close(fd)
     _cleanup_scratch(request.get("scratch"))
     guard.page.close()
-    return reply or {"ok": False, "error": "the second interpreter's candidate stopped without an answer"}
+    return reply
 
 
 def serve_twin() -> None:

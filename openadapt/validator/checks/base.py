@@ -102,6 +102,7 @@ class Context:
         self.episodes = episodes
         self.guard = guard if guard is not None else CallGuard()
         self.memory_mb = memory_mb
+        self.step_limit_s = STEP_TIMEOUT_S  # one reset() or step()
         # The import gets a larger bound than a step, but never most of the whole validation's.
         self.import_limit_s = min(IMPORT_TIMEOUT_S, max(2.0, 0.25 * timeout_s))
         self.manifest = None  # PackageManifest, set by static.manifest
@@ -145,7 +146,7 @@ class Context:
         return self._cache[key]
 
     # ---- running episodes ------------------------------------------------------------------------------
-    def timed(self, fn: Callable[..., Any], *args: Any, bucket: list[float], limit_s: float = STEP_TIMEOUT_S,
+    def timed(self, fn: Callable[..., Any], *args: Any, bucket: list[float], limit_s: float | None = None,
               label: str | None = None, **kwargs: Any) -> Any:
         """Call into package code under a time limit it cannot swallow; record the duration.
 
@@ -156,6 +157,7 @@ class Context:
         microseconds of bookkeeping, not two signal() calls).
         """
         name = label or f"{getattr(fn, '__name__', 'call')}()"
+        limit_s = self.step_limit_s if limit_s is None else limit_s
         if signal.getsignal(signal.SIGALRM) is not self._alarm_handler:
             signal.signal(signal.SIGALRM, self._alarm_handler)
         outer_call, self._call = self._call, [name, limit_s, False]
