@@ -352,6 +352,8 @@ def test_a_topped_up_list_with_what_the_domain_needs_is_kept_though_the_piece_as
     lines = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
     assert lines == [a, b, c, "INFO {component} valve schedule reloaded"]
     assert not any(a.startswith("Your `domain.noise_lines`") for a in model.asked)  # no whole-list rewrite
+    piece = next(p for p in designer._pieces if p.path == "domain.noise_lines")
+    assert piece.model.model_validate(piece.value.model_dump()) == piece.value  # a rename re-validates it
 
 
 def test_a_draft_that_never_parses_is_kept_for_the_user_to_read(llm, world, tmp_path, validator):

@@ -1,8 +1,13 @@
-"""The README's main command for real: the embedded model (the 1.5B default, through llama.cpp) designs the
-irrigation-pumps environment, the sandbox validator certifies it, and it is published.
+"""The README's main command for real: the embedded model designs an environment through llama.cpp, the sandbox
+validator judges it, and it is published or kept as a failed run.
 
-Opt-in (`OPENADAPT_E2E=1`, with the model installed): it takes 10-25 minutes on a 2-core CPU, and the 1.5B model
-does not yet publish this prompt reliably (README, "The numbers"), so CI does not run it yet."""
+- `test_the_embedded_model_designs_end_to_end` runs in CI, with the small 0.5B model and one attempt (a few
+  minutes on a 2-core CPU): every stage runs for real, and whatever the model wrote is either a validated package
+  of the prompt's world or a failed run that keeps its attempts and says why.
+- `test_generate_with_the_embedded_model_publishes_an_environment_of_the_prompt` is the issue's acceptance run:
+  the 1.5B default model, four attempts, publication required. Opt-in (`OPENADAPT_E2E=1`): it takes 10-25
+  minutes and the 1.5B model does not yet publish this prompt reliably (README, "The numbers").
+"""
 
 from __future__ import annotations
 
@@ -10,17 +15,24 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
-from openadapt.designer.local.catalogue import DEFAULT_MODEL
+from openadapt.designer.local.catalogue import CATALOGUE, DEFAULT_MODEL
 from openadapt.designer.local.store import status
 
 PROMPT = "Train an agent to diagnose failing irrigation pumps on a farm"
-installed = status(DEFAULT_MODEL).state == "installed"
-pytestmark = [pytest.mark.skipif(os.environ.get("OPENADAPT_E2E") != "1", reason="opt-in: OPENADAPT_E2E=1"),
-              pytest.mark.skipif(not installed, reason=f"the embedded model {DEFAULT_MODEL} is not installed")]
+SMALL = "qwen2.5-coder-0.5b"
+
+
+def installed(model: str) -> bool:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        return False
+    return status(model).state == "installed"
 
 
 def seed_entities() -> set[str]:
@@ -36,19 +48,53 @@ def seed_entities() -> set[str]:
     return names
 
 
-def test_generate_with_the_embedded_model_publishes_an_environment_of_the_prompt(tmp_path):
+def generate(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENADAPT_BASE_URL", "OPENAI_"))}
     result = subprocess.run([sys.executable, "-m", "openadapt.cli", "generate", PROMPT, "--output", str(tmp_path),
-                             "--json"], env=env, capture_output=True, text=True, timeout=2400)
-    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-3000:])
-    published = json.loads(result.stdout)
-    assert published["ok"] and published["provenance"]["designer"]["backend"] == "local"
-    package = tmp_path / published["name"]
+                             "--json", *args], env=env, capture_output=True, text=True, timeout=2400)
+    assert result.returncode in (0, 1), (result.stdout[-3000:], result.stderr[-3000:])
+    return result, json.loads(result.stdout)
+
+
+def assert_of_the_prompts_world(package: Path) -> None:
     provenance = json.loads((package / "provenance.json").read_text())
     assert provenance["validation"]["verdict"] == "pass" and provenance["validation"]["isolated"]
-
     text = (package / "domain.yaml").read_text()
     assert "pump" in text.lower()  # the prompt's world...
     domain = yaml.safe_load(text)
     names = {c["name"].lower() for c in domain["components"]} | {f["id"].lower() for f in domain["faults"]}
     assert names and not names & seed_entities()  # ...and none of the shipped domains' entities
+
+
+@pytest.mark.skipif(not installed(SMALL), reason=f"{SMALL} is not installed (bash scripts/fetch_models.sh {SMALL})")
+def test_the_embedded_model_designs_end_to_end(tmp_path):
+    result, out = generate(tmp_path, "--local-model", SMALL, "--max-attempts", "1")
+    provenance = out["provenance"]
+    designer = provenance["designer"]
+    assert designer["backend"] == "local" and designer["model_sha256"] == CATALOGUE[SMALL].sha256
+    assert designer["family"].startswith("diagnosis@")  # the family the model chose for pumps
+    (attempt,) = provenance["attempts"]
+    assert attempt["usage"]["completion_tokens"] > 500 and attempt["notes"]["requests"] > 15  # written in pieces
+    assert attempt["notes"]["choice"]["method"].startswith("calibrated next-token")
+    if result.returncode == 0:
+        assert_of_the_prompts_world(tmp_path / out["name"])
+        return
+    # Not validated: nothing published, the attempt kept with what the model wrote and why it failed.
+    assert not (tmp_path / out["name"]).exists() and out["failed_dir"]
+    failed = Path(out["failed_dir"])
+    assert json.loads((failed / "FAILED.json").read_text())["reason"] == out["reason"]
+    kept = failed / "attempt-1"
+    if attempt["verdict"] is None:  # its domain never parsed: the draft, headed by its problems
+        draft = (kept / "draft.yaml").read_text()
+        assert draft.startswith("# The domain as drafted; it did not parse:") and "components:" in draft
+    else:  # it parsed and the validator failed it: the package as validated, and the checks that failed
+        assert attempt["failing_checks"] and (kept / out["name"] / "domain.yaml").is_file()
+
+
+@pytest.mark.skipif(os.environ.get("OPENADAPT_E2E") != "1", reason="opt-in: OPENADAPT_E2E=1")
+@pytest.mark.skipif(not installed(DEFAULT_MODEL), reason=f"the embedded model {DEFAULT_MODEL} is not installed")
+def test_generate_with_the_embedded_model_publishes_an_environment_of_the_prompt(tmp_path):
+    result, out = generate(tmp_path)
+    assert result.returncode == 0, out.get("reason")
+    assert out["ok"] and out["provenance"]["designer"]["backend"] == "local"
+    assert_of_the_prompts_world(tmp_path / out["name"])

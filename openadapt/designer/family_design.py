@@ -312,6 +312,13 @@ def _values_model(name: str, info: Any, example_count: int) -> type[BaseModel]:
         list[item], Field(min_length=count, max_length=count, description=info.description)))
 
 
+def _resized(model: type[BaseModel], count: int) -> type[BaseModel]:
+    """A `_values_model` asking for exactly `count` values."""
+    info = model.model_fields["items"]
+    return create_model(model.__name__, items=(info.annotation, Field(min_length=count, max_length=count,
+                                                                      description=info.description)))
+
+
 def _target_count(info: Any, example_count: int) -> int:
     """As few items as the schema allows (a small model writes each in seconds, not minutes), at least 3."""
     low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
@@ -725,7 +732,11 @@ class FamilyDomainDesigner:
         keys_piece.value = keys_piece.model(items=[new if k == old else k for k in keys_piece.value.items])
         for piece in self._pieces:
             if piece.value is not None and not piece.keys:
-                piece.value = type(piece.value).model_validate(_replace_value(piece.value.model_dump(), old, new))
+                renamed = _replace_value(piece.value.model_dump(), old, new)
+                try:
+                    piece.value = type(piece.value).model_validate(renamed)
+                except ValidationError:  # the new name breaks this piece's own bounds: it is written again
+                    piece.value = None
         self.progress("renamed", self._attempt, f"{list_name} {old!r} -> {new!r}")
         return True
 
@@ -765,8 +776,9 @@ class FamilyDomainDesigner:
             self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not the "
                           f"{enough} it needs")
             return False
-        # The piece's model asks the LLM for exactly `need`; the domain's own bounds judge the list when parsed.
-        piece.value = piece.model.model_construct(items=lines)
+        # The piece asked the model for `need`; it now holds as many as it has (the domain's bounds judge them).
+        piece.model = _resized(piece.model, len(lines))
+        piece.value = piece.model(items=lines)
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
         return True
 
