@@ -11,15 +11,11 @@ import pytest
 import yaml
 from fake_openai import FakeOpenAI, Scripted
 
-from openadapt.designer.family_design import (
-    ENTITY_NAME,
-    FamilyDomainDesigner,
-    copied_from_example,
-    drop_repeated_prose,
-    plan_pieces,
-)
+from openadapt.designer.copying import ENTITY_NAME, copied_from_example
+from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
+from openadapt.designer.pieces import drop_repeated_prose, plan_pieces
 from openadapt.families import get_family
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
@@ -420,7 +416,7 @@ def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(ll
 
 
 def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_below_the_schemas_minimum():
-    from openadapt.designer.family_design import MAX_FREE_CHARS, MAX_LIST_ITEMS, bounded
+    from openadapt.designer.pieces import MAX_FREE_CHARS, MAX_LIST_ITEMS, bounded
 
     schema = {"type": "object", "properties": {
         "choices": {"type": "array", "maxItems": 60, "items": {"type": "string"}},

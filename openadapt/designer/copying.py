@@ -1,0 +1,82 @@
+"""Names and texts a draft took over from the worked example (another world) instead of writing its own."""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any
+
+from pydantic import BaseModel
+
+from openadapt.designer.pieces import is_model
+from openadapt.families.domain import Domain, DomainProblem, iter_texts
+
+# The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
+ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
+
+
+def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = ()) -> list[DomainProblem]:
+    """Names and long texts taken over from the worked example (another world) instead of written for this one.
+    What the family's other examples share with it is the family's common vocabulary, not the example's world."""
+    common = set.intersection(*({v.lower() for _, v in iter_texts(o)} for o in others)) if others else set()
+    common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
+    theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
+    described = _descriptions(type(example))  # a text the schema itself gives as its example is the family's
+    theirs_texts = {v for _, v in iter_texts(example) if len(v) >= 40 and v.lower() not in common
+                    and v not in described}
+    problems = []
+    for path, value in _iter_json_texts(data):
+        if ENTITY_NAME.match(path) and value.lower() in theirs_names:
+            problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
+                                          "another world: name this world's own"))
+        elif len(value) >= 40 and value in theirs_texts:
+            problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
+                                          "one that belongs to this task's world"))
+    return problems
+
+
+def _descriptions(model: type[BaseModel], seen: set | None = None) -> str:
+    """Every field description anywhere in a schema, joined (the examples they quote belong to the family)."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return ""
+    seen.add(model)
+    parts = []
+    for f in model.model_fields.values():
+        parts.append(f.description or "")
+        parts += [_descriptions(inner, seen) for inner in [f.annotation, *typing.get_args(f.annotation)]
+                  if is_model(inner)]
+    return "\n".join(parts)
+
+
+def _default_texts(model: type[BaseModel], seen: set | None = None) -> set[str]:
+    """The string defaults anywhere in a schema (they belong to the schema, not to an example's world)."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    out: set[str] = set()
+    for f in model.model_fields.values():
+        if isinstance(f.default, str):
+            out.add(f.default)
+        for inner in [f.annotation, *typing.get_args(f.annotation)]:
+            if is_model(inner):
+                out |= _default_texts(inner, seen)
+                if _all_defaults(inner):
+                    out |= {v for v in inner().model_dump().values() if isinstance(v, str)}
+    return out
+
+
+def _all_defaults(model: type[BaseModel]) -> bool:
+    return all(not f.is_required() for f in model.model_fields.values())
+
+
+def _iter_json_texts(value: Any, path: str = "domain"):
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _iter_json_texts(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _iter_json_texts(item, f"{path}[{i}]")

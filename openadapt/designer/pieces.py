@@ -1,0 +1,302 @@
+"""The pieces a domain is written in: planning them from a family's schema, the JSON schema each is asked
+for under (bounded, its key fixed, its references limited to keys that exist), the instruction that asks for
+it, and assembling the answers into a draft domain."""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, create_model
+
+from openadapt.families.base import Family
+from openadapt.families.domain import Domain, is_prose
+
+EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
+MAX_LIST_ITEMS = 8  # items a piece's lists may have (see `bounded`)
+MAX_FREE_CHARS = 300  # characters of a string the schema leaves unbounded
+
+
+@dataclass
+class Piece:
+    """One request's worth of the domain: a group of scalar fields, one nested record, or one list item."""
+
+    path: str  # 'domain', 'domain.tools', 'domain.faults[2]', 'domain.faults.keys'
+    model: type[BaseModel]
+    field: str | None = None  # the domain field it fills (None: the header group)
+    index: int | None = None  # the list index, for list items
+    value: Any = None
+    guide: str = ""  # field descriptions, shown the first time a kind of piece is asked for
+    keys: bool = False  # the keys of a list (written before its items; not part of the domain itself)
+    aside: bool = False  # lines of prose: written out of sight of the worked example (a small model copies its lines)
+
+
+def list_item_model(annotation: Any) -> type[BaseModel] | None:
+    if typing.get_origin(annotation) is list:
+        (item,) = typing.get_args(annotation) or (None,)
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return item
+    return None
+
+
+def is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def field_guide(model_fields: dict[str, Any]) -> str:
+    return "\n".join(f"- `{name}`: {f.description or ''}" for name, f in model_fields.items())
+
+
+def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
+    """The pieces of a domain, in order: the scalar fields together, then the keys of every keyed list (so any
+    reference can be constrained to keys that exist, whatever the lists' order), then nested records and list
+    items in schema order."""
+    fields = domain_cls.model_fields
+    header = {n: f for n, f in fields.items() if not is_model(f.annotation) and list_item_model(f.annotation) is None
+              and typing.get_origin(f.annotation) is not list}
+    pieces = [Piece("domain", create_model("DomainHeader", **{n: (f.annotation, f) for n, f in header.items()}),
+                    guide=field_guide(header))]
+    counts = {name: _target_count(f, len(getattr(example, name))) for name, f in fields.items()
+              if list_item_model(f.annotation) is not None}
+    for name, key in domain_cls.KEYS.items():
+        item = list_item_model(fields[name].annotation)
+        pieces.append(Piece(f"domain.{name}.keys", _keys_model(name, item, key, counts[name]), name, keys=True))
+    for name, f in fields.items():
+        if name in header:
+            continue
+        item = list_item_model(f.annotation)
+        if item is not None:
+            for i in range(counts[name]):
+                pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, guide=field_guide(item.model_fields)
+                                    if i == 0 else ""))
+        elif is_model(f.annotation):
+            pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=field_guide(f.annotation.model_fields)))
+        else:  # a list of plain values (lines of text): one piece holding the whole list
+            lines = getattr(example, name)
+            prose = sum(isinstance(v, str) and is_prose(v) for v in lines) * 2 >= len(lines) > 0
+            pieces.append(Piece(f"domain.{name}", _values_model(name, f, len(lines)), name, aside=prose))
+    return pieces
+
+
+def _keys_model(name: str, item: type[BaseModel], key: str, count: int) -> type[BaseModel]:
+    """{"items": [exactly `count` keys]} with the key field's own constraints on each."""
+    info = item.model_fields[key]
+    constraints = {k: getattr(m, k) for m in info.metadata for k in ("pattern", "min_length", "max_length")
+                   if getattr(m, k, None) is not None}
+    key_type = Annotated[str, Field(**constraints)]
+    return create_model(f"{name.title().replace('_', '')}Keys", items=(
+        list[key_type], Field(min_length=count, max_length=count, description=f"the {key} of each of the {count} "
+                              f"{name}, all different: {info.description or ''}")))
+
+
+def _values_model(name: str, info: Any, example_count: int) -> type[BaseModel]:
+    """{"items": [...]}: exactly as many values as the schema needs, each bounded (an unbounded constrained list
+    is where a small model rambles until the token limit)."""
+    args = typing.get_args(info.annotation)
+    item = args[0] if args else str
+    if item is str:
+        item = Annotated[str, Field(min_length=3, max_length=200)]
+    low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+    high = next((m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), low + 4)
+    count = max(low, min(high, example_count, low + 1))
+    return create_model(f"{name.title().replace('_', '')}List", items=(
+        list[item], Field(min_length=count, max_length=count, description=info.description)))
+
+
+def resized(model: type[BaseModel], count: int) -> type[BaseModel]:
+    """A `_values_model` asking for exactly `count` values."""
+    info = model.model_fields["items"]
+    return create_model(model.__name__, items=(info.annotation, Field(min_length=count, max_length=count,
+                                                                      description=info.description)))
+
+
+def _target_count(info: Any, example_count: int) -> int:
+    """As few items as the schema allows (a small model writes each in seconds, not minutes), at least 3."""
+    low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+    high = next((m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), low + 4)
+    return max(low, min(high, example_count, 3))
+
+
+def trimmed_example(example: Domain) -> str:
+    """The worked example, with each list cut to its first items (the model sees the shape, not a catalogue)."""
+    data = example.model_dump(mode="json")
+    for name, value in data.items():
+        if isinstance(value, list) and len(value) > EXAMPLE_ITEMS:
+            data[name] = value[:EXAMPLE_ITEMS]
+    return json.dumps(data, ensure_ascii=False)
+
+
+def max_tokens_for(piece: Piece, example: Domain) -> int:
+    if piece.keys:
+        return 40 + 16 * piece.model.model_fields["items"].metadata[0].min_length if piece.model.model_fields[
+            "items"].metadata else 200
+    if piece.field is None:
+        sample = {n: getattr(example, n) for n in piece.model.model_fields}
+    elif piece.index is not None:
+        sample = getattr(example, piece.field)[0]
+    else:
+        sample = getattr(example, piece.field)
+    text = json.dumps(sample if not isinstance(sample, BaseModel) else sample.model_dump(mode="json"),
+                      default=lambda v: v.model_dump(mode="json") if isinstance(v, BaseModel) else str(v))
+    return min(1500, max(160, int(len(text) / 2.2) + 120))
+
+
+def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems: list[str] | None = None) -> str:
+    if problems:
+        head = (f"Your `{piece.path}` has problems:\n" + "\n".join(f"- {p}" for p in problems) +
+                f"\nWrite `{piece.path}` again as JSON, fixing every problem.")
+    elif piece.field is None:
+        head = "Write the domain's header fields as JSON, for THIS task's world (not the example's)."
+    elif piece.keys:
+        key = family.domain.KEYS[piece.field]
+        item = list_item_model(family.domain.model_fields[piece.field].annotation)
+        head = (f"First name the `{piece.field}` of this world: write the `{key}` of each of them as JSON "
+                '{"items": [...]}, all different, each specific to the task\'s world. Each `' + key + "`: " +
+                (item.model_fields[key].description or ""))
+    elif piece.index is not None and (keys := _keys_of(pieces, piece.field)):
+        head = f"Write `{piece.field}` item {piece.index + 1} of {len(keys)}, `{keys[piece.index]}`, as JSON."
+    elif piece.index is not None:
+        same = [p for p in pieces if p.field == piece.field]
+        used = [_name_of(p.value) for p in same if p.value is not None]
+        head = (f"Write `{piece.field}` item {piece.index + 1} of {len(same)} as JSON"
+                + (f"; it must be DIFFERENT from those already written: {', '.join(u for u in used if u)}" if used
+                   else "") + ".")
+    else:
+        head = f"Write `{piece.field}` as JSON."
+    description = family.domain.model_fields[piece.field].description if piece.field else ""
+    guide = f"\nFields:\n{piece.guide}" if piece.guide and not problems else ""
+    return f"{head}\n{description or ''}{guide}".strip()
+
+
+def _keys_of(pieces: list[Piece], field_name: str | None) -> list[str]:
+    keys = next((p for p in pieces if p.keys and p.field == field_name), None)
+    return list(keys.value.items) if keys is not None and keys.value is not None else []
+
+
+def _known(pieces: list[Piece], source: str) -> list[str]:
+    """The values of `list.field` known so far: the list's keys, or the field of the items written."""
+    list_name, field_name = source.split(".")
+    values = [getattr(p.value, field_name) for p in pieces
+              if p.field == list_name and p.index is not None and p.value is not None]
+    if not values:
+        keys = _keys_of(pieces, list_name)
+        return keys if keys else []
+    return list(dict.fromkeys(v for v in values if isinstance(v, str)))
+
+
+def bounded(schema: Any) -> Any:
+    """`schema` with every list capped at MAX_LIST_ITEMS (or its minimum, if more) and every free string at
+    MAX_FREE_CHARS: a grammar lets a small model go on to the schema's own bound (60 choices of a column), and it
+    does, until the token limit cuts the reply. The caps only narrow what the domain allows."""
+    if isinstance(schema, list):
+        return [bounded(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: bounded(v) for k, v in schema.items()}
+    if out.get("type") == "array":
+        out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
+    if out.get("type") == "string" and "enum" not in out:
+        out["maxLength"] = min(out.get("maxLength", MAX_FREE_CHARS), max(out.get("minLength", 0), MAX_FREE_CHARS))
+    return out
+
+
+def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domain]) -> dict[str, Any]:
+    """The piece's JSON schema, bounded, with its key fixed and its references limited to values that exist."""
+    schema = bounded(piece.model.model_json_schema())
+    props = schema.get("properties", {})
+    if piece.index is None or piece.keys:
+        return schema
+    keys = _keys_of(pieces, piece.field)
+    key = domain_cls.KEYS.get(piece.field)
+    if key and keys and key in props:
+        props[key] = {"type": "string", "enum": [keys[piece.index]]}
+    for ref_path, ref in domain_cls.REFERENCES.items():
+        list_name, field_name = ref_path.split(".")
+        if list_name != piece.field or field_name not in props:
+            continue
+        values = _known(pieces, ref.source)
+        if ref.later_only and ref.source.split(".")[0] == piece.field:
+            values = keys[piece.index + 1:] if keys else []
+        if not values and not ref.later_only:
+            continue
+        enum = {"type": "string", "enum": values} if values else None
+        prop = props[field_name]
+        if prop.get("type") == "array":
+            props[field_name] = {**prop, "items": enum} if enum else {**prop, "maxItems": 0}
+        elif enum:
+            props[field_name] = enum
+    return schema
+
+
+def replace_value(data: Any, old: str, new: str) -> Any:
+    """`data` with every string equal to `old` replaced by `new` (a rename, never a substring edit)."""
+    if isinstance(data, str):
+        return new if data == old else data
+    if isinstance(data, list):
+        return [replace_value(v, old, new) for v in data]
+    if isinstance(data, dict):
+        return {k: replace_value(v, old, new) for k, v in data.items()}
+    return data
+
+
+def _name_of(value: Any) -> str | None:
+    if isinstance(value, BaseModel):
+        for key in ("name", "id", "title"):
+            if isinstance(getattr(value, key, None), str):
+                return getattr(value, key)
+    return None
+
+
+def drop_repeated_prose(value: Any) -> Any:
+    """The draft without a sentence repeated inside one list (a small model's loop: the same log line written
+    three times as a fault's evidence); the first stays. Short strings (names, enum values) are left alone."""
+    if isinstance(value, dict):
+        return {k: drop_repeated_prose(v) for k, v in value.items()}
+    if isinstance(value, list):
+        seen: set[str] = set()
+        kept = []
+        for item in value:
+            if isinstance(item, str) and is_prose(item):
+                if item in seen:
+                    continue
+                seen.add(item)
+            kept.append(drop_repeated_prose(item))
+        return kept
+    return value
+
+
+def assemble(pieces: list[Piece]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for piece in pieces:
+        if piece.value is None or piece.keys:
+            continue
+        value = piece.value.model_dump(mode="json")
+        if piece.field is None:
+            data.update(value)
+        elif piece.index is not None:
+            data.setdefault(piece.field, []).append(value)
+        elif set(value) == {"items"} and not is_model(piece.model.model_fields.get("items", None)):
+            data[piece.field] = value["items"]
+        else:
+            data[piece.field] = value
+    return data
+
+
+def owner(problem_path: str, pieces: list[Piece]) -> list[Piece]:
+    """The pieces to rewrite for a problem at `problem_path` (the most specific owner; a whole list for a
+    problem about the list)."""
+    exact = [p for p in pieces if problem_path == p.path or problem_path.startswith(p.path + ".")
+             or problem_path.startswith(p.path + "[")]
+    items = [p for p in exact if p.index is not None]
+    if items:
+        return items[:1]
+    specific = [p for p in exact if p.field is not None]
+    if specific:
+        return specific[:1]
+    field_name = problem_path.removeprefix("domain.").split(".")[0].split("[")[0]
+    listed = [p for p in pieces if p.field == field_name]
+    if listed:
+        return listed if len(listed) <= 3 else listed[-2:]
+    return [p for p in pieces if p.field is None]

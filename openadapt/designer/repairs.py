@@ -1,0 +1,174 @@
+"""The mechanical repairs of a draft domain, for what a small model gets wrong the same way each time it is asked
+again: a copied key renamed everywhere, a short list completed line by line, a repeated text or log line
+reworded on its own, a wrong nested record asked for alone. Each returns True when it fixed its problem; the
+designer rewrites the owning piece otherwise."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from pydantic import ValidationError, create_model
+
+from openadapt.designer.chat import ReplyError
+from openadapt.designer.pieces import Piece, field_guide, is_model, max_tokens_for, replace_value, resized
+from openadapt.designer.session import Session
+from openadapt.families.base import Family
+from openadapt.families.domain import Domain, DomainProblem
+
+
+class PieceRepairs:
+    """Mixed into `FamilyDomainDesigner`: these read and write its pieces through its session."""
+
+    _session: Session
+    _pieces: list[Piece]
+    _family: Family
+    _example: Domain
+    _attempt: int
+    progress: Callable[[str, int, str], None]
+    _check: Callable[[], list[DomainProblem]]
+
+    def _rename_if_key(self, problem: DomainProblem) -> bool:
+        """A problem with an item's key (copied, a schema word...) is fixed by renaming that one key: a new name
+        is asked for, then put in place everywhere the old one was used (the item and every reference)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        if not match or self._family.domain.KEYS.get(match.group(1)) != match.group(3):
+            return False
+        list_name, index = match.group(1), int(match.group(2))
+        keys_piece = next((p for p in self._pieces if p.keys and p.field == list_name), None)
+        if keys_piece is None or keys_piece.value is None:
+            return False
+        old = keys_piece.value.items[index]
+        single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
+        taken = ", ".join(keys_piece.value.items)
+        try:
+            new = self._session.ask(f"The name {old!r} of `{list_name}` item {index + 1} is wrong: {problem.message}."
+                                    f" Write a new one as JSON {{\"name\": ...}}, different from: {taken}.",
+                                    single, max_tokens=60).name
+        except (ReplyError, ValidationError):
+            return False
+        if new.lower() in {k.lower() for k in keys_piece.value.items}:
+            return False
+        keys_piece.value = keys_piece.model(items=[new if k == old else k for k in keys_piece.value.items])
+        for piece in self._pieces:
+            if piece.value is not None and not piece.keys:
+                renamed = replace_value(piece.value.model_dump(), old, new)
+                try:
+                    piece.value = type(piece.value).model_validate(renamed)
+                except ValidationError:  # the new name breaks this piece's own bounds: it is written again
+                    piece.value = None
+        self.progress("renamed", self._attempt, f"{list_name} {old!r} -> {new!r}")
+        return True
+
+    def _top_up(self, problem: DomainProblem) -> bool:
+        """A list of lines left too short (a small model writes one line several times; repeats are dropped) is
+        completed one new line at a time, each different from those it has: asking for the whole list again
+        gets the same repeats back."""
+        wanted = re.search(r"at least (\d+) items", problem.message)
+        piece = next((p for p in self._pieces if p.path == problem.path and p.index is None and not p.keys), None)
+        items = getattr(piece.value, "items", None) if piece is not None and wanted else None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            return False
+        lines = list(dict.fromkeys(items))
+        # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
+        need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
+        enough = int(wanted.group(1))
+        guide = self._family.domain.model_fields[piece.field].description or ""
+        one = create_model("OneLine", line=(str, ...))
+        repeated = ""
+        for _ in range(2 * need):
+            if len(lines) >= need:
+                break
+            try:
+                line = self._session.ask_aside(
+                    f"{repeated}Write one more line for the domain's `{piece.field}` ({guide}) as JSON "
+                    f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(lines)}",
+                    one, max_tokens=120).line.strip()
+            except (ReplyError, ValidationError) as exc:
+                self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
+                return False
+            if line and line not in lines:
+                lines.append(line)
+                repeated = ""
+            else:  # said again, the same words would come back: the next request differs
+                repeated = f"{line!r} is already there. "
+        if len(lines) < enough:
+            self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not the "
+                          f"{enough} it needs")
+            return False
+        # The piece asked the model for `need`; it now holds as many as it has (the domain's bounds judge them).
+        piece.model = resized(piece.model, len(lines))
+        piece.value = piece.model(items=lines)
+        self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
+        return True
+
+    def _reword(self, problem: DomainProblem) -> bool:
+        """A text an item repeats from its siblings (a small model copies the note or the log line it wrote
+        before, and copies it again when the whole item is asked for) is asked for on its own, different from
+        all the others: a field (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
+        if not match or "the same text appears" not in problem.message:
+            return False
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))), None)
+        name, line = match.group(3), None if match.group(4) is None else int(match.group(4))
+        current = getattr(piece.value, name, None) if piece is not None and piece.value is not None else None
+        if line is not None:
+            current = current[line] if isinstance(current, list) and line < len(current) else None
+        if not isinstance(current, str):
+            return False
+        siblings = []
+        for p in self._pieces:
+            if p.field == piece.field and p.index is not None and p.value is not None:
+                value = getattr(p.value, name)
+                siblings += value if isinstance(value, list) else [value]
+        one = create_model("OneText", text=(str, ...))
+        what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
+        try:
+            text = self._session.ask(f"{what[0].upper()}{what[1:]} of `{piece.path}` repeats another item's. Write a "
+                                     f"new one as JSON {{\"text\": ...}}, in its own words, different from every "
+                                     f"one of: {json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
+                                     f"{piece.model.model_fields[name].description or ''}", one,
+                                     max_tokens=160).text.strip()
+            if text in siblings:  # a copy again: the item is rewritten whole instead
+                return False
+            data = piece.value.model_dump()
+            if line is None:
+                data[name] = text
+            else:
+                data[name] = [text if i == line else v for i, v in enumerate(data[name])]
+            piece.value = piece.model.model_validate(data)
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
+        return True
+
+    def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
+        """A problem inside a record nested in a list item (`faults[0].constraint.fix`) is fixed by asking for
+        that record alone, with the problems and the item as it stands: rewriting the whole item costs every
+        field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\.", problem.path)
+        piece = next((p for p in self._pieces if match and p.field == match.group(1)
+                      and p.index == int(match.group(2)) and p.value is not None), None)
+        name = match.group(3) if match else ""
+        info = piece.model.model_fields.get(name) if piece is not None else None
+        if info is None or not is_model(info.annotation):
+            return False
+        part = info.annotation
+        at = f"{piece.path}.{name}"
+        if at in done:  # one request per record and round, with all of its problems
+            return True
+        done.add(at)
+        problems = [str(p) for p in self._check() if p.path.startswith(at + ".") or p.path == at]
+        rest = {k: v for k, v in piece.value.model_dump(mode="json").items() if k != name}
+        try:
+            value = self._session.ask(
+                f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
+                f"\nThe rest of `{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
+                f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{field_guide(part.model_fields)}",
+                part, max_tokens=max(200, max_tokens_for(piece, self._example) // 2))
+            piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("rewrote", self._attempt, at.removeprefix("domain."))
+        return True

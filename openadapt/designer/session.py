@@ -1,0 +1,95 @@
+"""The conversation of one design with a chat backend (the embedded model or an endpoint)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from openadapt.designer.chat import ChatBackend, Completion, ReplyError, Usage
+
+
+@dataclass
+class Session:
+    """The conversation of one design: a fixed prefix, then the (instruction, answer) turns in the order they
+    were asked. It only ever grows, so every request reuses the model's KV cache for all that came before and
+    pays only for its own instruction; a rewritten piece is a new turn (the latest answer of a piece is the one
+    that counts). When the conversation nears the context window it is compacted to the latest answer of each
+    piece, in plan order (one re-evaluation, then growth again)."""
+
+    backend: ChatBackend
+    prefix: list[dict[str, str]]
+    usage: Usage = field(default_factory=Usage)
+    completions: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[tuple[str | None, str, str]] = field(default_factory=list)  # (piece path, instruction, answer)
+    order: list[str] = field(default_factory=list)  # the pieces' paths in plan order
+    budget_chars: int = 0  # compact beyond this many characters (0: from the backend's context window)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        out = list(self.prefix)
+        for _, ask, answer in self.turns:
+            out += [{"role": "user", "content": ask}, {"role": "assistant", "content": answer}]
+        return out
+
+    def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
+            schema: dict[str, Any] | None = None) -> BaseModel:
+        """One constrained request; with `key`, the answer is kept as that piece's latest turn."""
+        self._compact_if_needed(len(instruction) + max_tokens * 4)
+        messages = [*self.messages, {"role": "user", "content": instruction}]
+        schema = schema or _schema(model)
+        completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens)
+        self._record(completion)
+        try:
+            value = completion.parse_as(model)
+        except ReplyError:
+            if not completion.truncated:
+                raise
+            # The constrained answer ran out of room: ask once more with twice the room.
+            completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens * 2)
+            self._record(completion)
+            value = completion.parse_as(model)
+        if key is not None:
+            self.turns.append((key, instruction, completion.text.strip()))
+        return value
+
+    def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
+                  schema: dict[str, Any] | None = None) -> BaseModel:
+        """One constrained request outside the conversation: the system prompt and the task (the first part of
+        the opening message, before the worked example), then the instruction. For a small model that keeps
+        copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
+        answer joins the conversation as that piece's latest turn (later pieces see it)."""
+        task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
+        messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
+        completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens)
+        self._record(completion)
+        value = completion.parse_as(model)
+        if key is not None:
+            self.turns.append((key, instruction, completion.text.strip()))
+        return value
+
+    def forget(self) -> None:
+        """Drop every piece's turns (a whole new design starts from the prefix)."""
+        self.turns.clear()
+
+    def _compact_if_needed(self, extra_chars: int) -> None:
+        budget = self.budget_chars or int(0.8 * 3.0 * (self.backend.describe().n_ctx or 8192))
+        size = sum(len(m["content"]) for m in self.messages) + extra_chars
+        if size <= budget:
+            return
+        latest: dict[str, tuple[str | None, str, str]] = {}
+        for turn in self.turns:
+            if turn[0] is not None:
+                latest[turn[0]] = turn
+        rank = {path: i for i, path in enumerate(self.order)}
+        self.turns = sorted(latest.values(), key=lambda t: rank.get(t[0], len(rank)))
+
+    def _record(self, completion: Completion) -> None:
+        self.usage.add(completion.usage)
+        self.completions.append({"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),
+                                 "tokens_per_s": completion.tokens_per_s, "finish": completion.finish_reason})
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return model.model_json_schema()
