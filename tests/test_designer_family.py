@@ -426,3 +426,17 @@ def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_b
     assert out["choices"]["maxItems"] == MAX_LIST_ITEMS and out["choices"]["items"]["maxLength"] == MAX_FREE_CHARS
     assert out["columns"]["maxItems"] == 10 and out["columns"]["items"]["maxLength"] == 20
     assert "maxLength" not in out["kind"] and out["tags"]["maxItems"] == 3
+
+
+def test_patterns_are_spelled_the_way_llama_cpp_grammars_take_them_and_match_the_same_strings():
+    from openadapt.designer.pieces import grammar_pattern
+
+    cases = {r"^\d{4}-\d{2}-\d{2}$": ["2026-12-01", "2026-1-01", "20261201"],
+             r"^[a-z0-9]+(\.[a-z0-9][a-z0-9-]*)+$": ["acme.example", "acme", "acme..x", "a.b-c.d"],
+             r"^[A-Za-z0-9 #/-]*\{n\}[A-Za-z0-9 #/-]*$": ["PO-{n}", "PO-n", "CHQ {n}"],
+             r"^[\d.]+\s\w+$": ["1.5 kg", "1.5kg", "x y"]}
+    for pattern, samples in cases.items():
+        spelled = grammar_pattern(pattern)
+        assert "\\d" not in spelled and "\\." not in spelled and "\\{" not in spelled
+        for text in samples:
+            assert bool(re.match(pattern, text)) == bool(re.match(spelled, text)), (pattern, spelled, text)

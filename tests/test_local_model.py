@@ -419,3 +419,26 @@ def test_real_model_resumes_a_long_conversation_after_a_request_aside(small):
     assert resumed.usage.prompt_tokens > 900
     assert resumed.cached_prompt_tokens > 0.8 * resumed.usage.prompt_tokens  # restored, not re-evaluated
     assert resumed.text == plain.text
+
+
+@real_model
+def test_every_piece_of_every_family_compiles_to_a_llama_cpp_grammar(small):
+    """The schemas the designer sends (bounded, keys fixed, references limited) are grammars llama.cpp accepts:
+    a date field given a length bound once made llama.cpp reject the grammar mid-design."""
+    from openadapt.designer.pieces import constrained_schema, plan_pieces
+    from openadapt.families import all_families
+
+    compiled = 0
+    for family in all_families():
+        example = family.load_example(next(iter(family.examples())))
+        pieces = plan_pieces(family.domain, example)
+        for piece in pieces:  # as if each were written in turn: later pieces see the keys and items before them
+            small.grammar_for(constrained_schema(piece, pieces, family.domain))
+            compiled += 1
+            value = getattr(example, piece.field) if piece.field else None
+            if piece.keys:  # the example's own keys, as many as the piece asks for
+                count = piece.model.model_json_schema()["properties"]["items"]["maxItems"]
+                piece.value = piece.model(items=[getattr(i, family.domain.KEYS[piece.field]) for i in value][:count])
+            elif piece.index is not None:
+                piece.value = value[piece.index]
+    assert compiled > 150

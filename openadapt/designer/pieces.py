@@ -186,18 +186,54 @@ def _known(pieces: list[Piece], source: str) -> list[str]:
     return list(dict.fromkeys(v for v in values if isinstance(v, str)))
 
 
+# Class escapes llama.cpp's grammar parser does not know, as it knows them (outside and inside a [...] class).
+_CLASS_ESCAPES = {"d": ("[0-9]", "0-9"), "w": ("[A-Za-z0-9_]", "A-Za-z0-9_"), "s": ("[ \\t\\n\\r]", " \\t\\n\\r")}
+
+
+_LITERALS = set("./{}()*+?|$#")  # escaped in a pattern to stand for themselves
+
+
+def grammar_pattern(pattern: str) -> str:
+    """`pattern` with \\d, \\w and \\s spelled out as character classes and an escaped literal (\\.) as a class of
+    one: llama.cpp rejects the grammar its own converter makes of those escapes (the reconciliation domain's date
+    pattern failed every design of that family)."""
+    out, i, in_class = [], 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt in _CLASS_ESCAPES:
+                out.append(_CLASS_ESCAPES[nxt][1 if in_class else 0])
+            elif nxt in _LITERALS:  # an escaped literal: a class of that one character
+                out.append(nxt if in_class else f"[{nxt}]")
+            else:
+                out.append(ch + nxt)
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def bounded(schema: Any) -> Any:
-    """`schema` with every list capped at MAX_LIST_ITEMS (or its minimum, if more) and every free string at
-    MAX_FREE_CHARS: a grammar lets a small model go on to the schema's own bound (60 choices of a column), and it
-    does, until the token limit cuts the reply. The caps only narrow what the domain allows."""
+    """`schema` in the form llama.cpp's grammars take (patterns through `grammar_pattern`), with every list capped
+    at MAX_LIST_ITEMS (or its minimum, if more) and every free string at MAX_FREE_CHARS: a grammar lets a small
+    model go on to the schema's own bound (60 choices of a column), and it does, until the token limit cuts the
+    reply. The caps only narrow what the domain allows."""
     if isinstance(schema, list):
         return [bounded(v) for v in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: bounded(v) for k, v in schema.items()}
+    if isinstance(out.get("pattern"), str):
+        out["pattern"] = grammar_pattern(out["pattern"])
     if out.get("type") == "array":
         out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
-    if out.get("type") == "string" and "enum" not in out:
+    if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & set(out):
         out["maxLength"] = min(out.get("maxLength", MAX_FREE_CHARS), max(out.get("minLength", 0), MAX_FREE_CHARS))
     return out
 
