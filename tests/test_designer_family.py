@@ -440,3 +440,24 @@ def test_patterns_are_spelled_the_way_llama_cpp_grammars_take_them_and_match_the
         assert "\\d" not in spelled and "\\." not in spelled and "\\{" not in spelled
         for text in samples:
             assert bool(re.match(pattern, text)) == bool(re.match(spelled, text)), (pattern, spelled, text)
+
+
+def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world):
+    class OneFaultName(ScriptedModel):  # names every fault 'pump_fails', however often it is asked
+        def answer(self, text, title):
+            if text.startswith(("First name the `faults`", "Your `domain.faults.keys` has problems")):
+                return {"items": ["pump_fails"] * self.schema["properties"]["items"]["maxItems"]}
+            if text.startswith("The name 'pump_fails'"):
+                return {"name": f"renamed_{len(self.asked)}"}
+            value = super().answer(text, title)
+            if re.match(r"Write `faults` item \d+ of \d+", text):
+                value = {**value, "id": "pump_fails"}
+            return value
+
+    model = OneFaultName(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    ids = [f["id"] for f in yaml.safe_load(candidate.files["domain.yaml"])["faults"]]
+    assert ids[0] == "pump_fails" and len(set(ids)) == len(ids) and all(i.startswith("renamed_") for i in ids[1:])

@@ -50,8 +50,14 @@ class PieceRepairs:
             return False
         if new.lower() in {k.lower() for k in keys_piece.value.items}:
             return False
-        keys_piece.value = keys_piece.model(items=[new if k == old else k for k in keys_piece.value.items])
-        for piece in self._pieces:
+        keys = keys_piece.value.items
+        # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
+        # a key of its own is renamed everywhere it is used (the item and every reference to it).
+        shared = keys.count(old) > 1
+        keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k
+                                                   for i, k in enumerate(keys)])
+        item = [p for p in self._pieces if p.field == list_name and p.index == index]
+        for piece in item if shared else self._pieces:
             if piece.value is not None and not piece.keys:
                 renamed = replace_value(piece.value.model_dump(), old, new)
                 try:
