@@ -386,7 +386,9 @@ def test_a_log_line_repeated_across_items_is_reworded_line_by_line(llm, world):
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
     assert candidate.usable, candidate.problems
-    assert sum(a.startswith("Line 2 of `evidence`") for a in model.asked) == 2  # every copy but the first
+    rewords = [a for a in model.asked if a.startswith("Line 2 of `evidence`")]
+    assert len(rewords) == 2  # every copy but the first
+    assert f'"id": "{world["faults"][1]["id"]}"' in rewords[0]  # what tells this item from its siblings
     assert not any(a.startswith("Your `domain.faults[") for a in model.asked)  # no fault rewritten whole
     evidence = [f["evidence"] for f in yaml.safe_load(candidate.files["domain.yaml"])["faults"]]
     assert sum(same in lines for lines in evidence) == 1 and evidence[0][1] == same

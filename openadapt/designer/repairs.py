@@ -132,8 +132,9 @@ class PieceRepairs:
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         try:
             text = self._session.ask(f"{what[0].upper()}{what[1:]} of `{piece.path}` repeats another item's. Write a "
-                                     f"new one as JSON {{\"text\": ...}}, in its own words, different from every "
-                                     f"one of: {json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
+                                     f"new one for this item ({_identity(piece)}) as JSON {{\"text\": ...}}, in its "
+                                     f"own words, different from every one of: "
+                                     f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
                                      f"{piece.model.model_fields[name].description or ''}", one,
                                      max_tokens=160).text.strip()
             if text in siblings:  # a copy again: the item is rewritten whole instead
@@ -178,3 +179,11 @@ class PieceRepairs:
             return False
         self.progress("rewrote", self._attempt, at.removeprefix("domain."))
         return True
+
+
+def _identity(piece: Piece) -> str:
+    """What tells an item from its siblings: its short fields (its key, its fix, its kind...), as JSON. A small
+    model asked for "a different text" with nothing to say about this item writes its siblings' text again."""
+    data = piece.value.model_dump(mode="json")
+    short = {k: v for k, v in data.items() if isinstance(v, str | int | float) and len(str(v)) < 40}
+    return json.dumps(short, ensure_ascii=False)
