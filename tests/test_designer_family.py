@@ -463,3 +463,23 @@ def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world)
     assert candidate.usable, candidate.problems
     ids = [f["id"] for f in yaml.safe_load(candidate.files["domain.yaml"])["faults"]]
     assert ids[0] == "pump_fails" and len(set(ids)) == len(ids) and all(i.startswith("renamed_") for i in ids[1:])
+
+
+def test_a_reply_cut_off_at_the_token_limit_is_asked_again_with_room_and_its_tail_is_kept(llm, world):
+    model = ScriptedModel(world)
+    cut = {"n": 0}
+
+    def respond(body: dict) -> Scripted:
+        if "Write `tools` as JSON" in body["messages"][-1]["content"] and cut["n"] == 0:
+            cut["n"] += 1
+            return Scripted('{"logs": "kubectl_logs", "metrics": "     ', finish_reason="length")
+        return model(body)
+
+    llm.responder = respond
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    tools = [r for r in llm.requests if "Write `tools` as JSON" in r["messages"][-1]["content"]]
+    assert len(tools) == 2 and tools[1]["max_tokens"] == 2 * tools[0]["max_tokens"]
+    (kept,) = [c for c in designer._session.completions if c["finish"] == "length"]
+    assert kept["tail"].endswith('"metrics": "     ')

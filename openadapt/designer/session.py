@@ -87,8 +87,11 @@ class Session:
 
     def _record(self, completion: Completion) -> None:
         self.usage.add(completion.usage)
-        self.completions.append({"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),
-                                 "tokens_per_s": completion.tokens_per_s, "finish": completion.finish_reason})
+        record = {"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),
+                  "tokens_per_s": completion.tokens_per_s, "finish": completion.finish_reason}
+        if completion.truncated:  # where a reply that ran out of room was going (provenance keeps it)
+            record["tail"] = completion.text[-160:]
+        self.completions.append(record)
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
