@@ -241,6 +241,25 @@ class PriorBiased:
         return Completion(text=text, finish_reason="stop")
 
 
+def test_the_worked_example_is_never_the_tasks_own_world_and_ties_go_to_the_world_the_model_finds_closest():
+    from openadapt.designer.family_design import pick_example
+
+    family = get_family("diagnosis")
+    pumps = "Train an agent to diagnose failing irrigation pumps on a farm"  # shares as few words with each example
+    example, note = pick_example(PriorBiased(prior="incident_triage", truth="wind_park"), pumps, family)
+    assert example.title == "Onshore wind park" and note["method"].startswith("the candidate world the model")
+    assert set(note["scores"]) == set(family.examples())
+    # The model would pick the Kubernetes example for a Kubernetes task: it shares most words, so it never competes.
+    example, note = pick_example(PriorBiased(prior="x", truth="kubernetes_cluster"), TASK, family)
+    assert note["example"] != "kubernetes_cluster" and "kubernetes_cluster" not in note["scores"]
+    assert note["shared_words"]["kubernetes_cluster"] > max(v for k, v in note["shared_words"].items()
+                                                            if k != "kubernetes_cluster")
+    # An endpoint (no log-probabilities) takes the first candidate by name.
+    _, note = pick_example(object(), pumps, family)
+    assert note == {"example": "incident_triage", "method": "fewest words shared with the task",
+                    "shared_words": {"incident_triage": 3, "kubernetes_cluster": 3, "wind_park": 3}}
+
+
 def test_local_choice_is_calibrated_against_a_content_free_task():
     from openadapt.designer.family_design import choose_family
     from openadapt.families import all_families
@@ -483,3 +502,27 @@ def test_a_reply_cut_off_at_the_token_limit_is_asked_again_with_room_and_its_tai
     assert len(tools) == 2 and tools[1]["max_tokens"] == 2 * tools[0]["max_tokens"]
     (kept,) = [c for c in designer._session.completions if c["finish"] == "length"]
     assert kept["tail"].endswith('"metrics": "     ')
+
+
+def test_no_request_or_attempt_starts_after_the_time_limit_and_the_draft_is_kept(llm, world, tmp_path, validator,
+                                                                                 monkeypatch):
+    from openadapt.designer import deadline
+
+    now = [0.0]
+    monkeypatch.setattr(deadline, "clock", lambda: now[0])
+    scripted = ScriptedModel(world)
+
+    def respond(body: dict) -> Scripted:  # every request takes the model ten seconds
+        now[0] += 10
+        return scripted(body)
+
+    llm.responder = respond
+    result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm),
+                                      time_limit_s=120), validator=validator)
+    assert len(llm.requests) == 12  # the twelfth answer arrived at the limit: nothing was asked after it
+    assert not result.ok and result.reason.startswith("the time limit (2 min) was reached; no usable design after "
+                                                      "1 attempt(s): domain: the time limit (2 min) was reached: ")
+    (attempt,) = result.provenance.attempts  # no second attempt
+    assert attempt.notes["out_of_time"] and attempt.feedback_sent is None
+    draft = (result.failed_dir / "attempt-1" / "draft.yaml").read_text()
+    assert "not written: the time limit (2 min) was reached" in draft and "components:" in draft

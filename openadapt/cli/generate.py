@@ -16,6 +16,9 @@ TaskArg = Annotated[str, typer.Argument(metavar="TASK", show_default=False,
 OutputOpt = Annotated[Path, typer.Option(metavar="DIR", help="where packages go")]
 NameOpt = Annotated[str | None, typer.Option(metavar="NAME", help="package name (default: from the task's words)")]
 AttemptsOpt = Annotated[int, typer.Option(min=1, help="design/validate/repair rounds")]
+TimeLimitOpt = Annotated[float | None, typer.Option(metavar="MINUTES", min=0.1, help="stop designing after this "
+                                                   "long: no model request or attempt starts later; what was "
+                                                   "written by then is validated or kept with the failed run")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="replace an existing package of that name")]
 LocalModelOpt = Annotated[str | None, typer.Option(metavar="PATH.gguf|ID", envvar="OPENADAPT_LOCAL_MODEL",
                                                    help="the embedded model: a catalogue id (`openadapt models "
@@ -35,7 +38,8 @@ ExampleOpt = Annotated[str | None, typer.Option(metavar="FAMILY:EXAMPLE", help="
 
 def generate(
     ctx: typer.Context, task: TaskArg = "", output: OutputOpt = Path("generated_envs"), name: NameOpt = None,
-    max_attempts: AttemptsOpt = 4, force: ForceOpt = False, sandbox: SandboxOpt = "auto",
+    max_attempts: AttemptsOpt = 4, time_limit: TimeLimitOpt = None, force: ForceOpt = False,
+    sandbox: SandboxOpt = "auto",
     local_model: LocalModelOpt = None, threads: ThreadsOpt = None, seed: SeedOpt = None,
     temperature: TemperatureOpt = None, base_url: BaseUrlOpt = None, model: EndpointModelOpt = None,
     custom: CustomOpt = False, example: ExampleOpt = None, as_json: JsonOpt = False,
@@ -50,8 +54,9 @@ def generate(
     from openadapt.designer.generate import GenerateRequest
     from openadapt.designer.generate import generate as run_generate
 
-    options = {k: v for k, v in ctx.params.items() if k not in ("as_json", "output")}
-    request = GenerateRequest.from_options(output_root=output, **options)
+    options = {k: v for k, v in ctx.params.items() if k not in ("as_json", "output", "time_limit")}
+    request = GenerateRequest.from_options(output_root=output, time_limit_s=None if time_limit is None else
+                                           time_limit * 60, **options)
     with Progress(quiet=as_json) as progress:
         result = run_generate(request, progress=_reporter(progress, max_attempts))
     if as_json:

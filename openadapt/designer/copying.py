@@ -17,8 +17,8 @@ ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
 
 def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = ()) -> list[DomainProblem]:
     """Names and long texts taken over from the worked example (another world) instead of written for this one.
-    What the family's other examples share with it is the family's common vocabulary, not the example's world."""
-    common = set.intersection(*({v.lower() for _, v in iter_texts(o)} for o in others)) if others else set()
+    What it shares with any of the family's other examples is the family's common vocabulary, not its world."""
+    common = set().union(*({v.lower() for _, v in iter_texts(o)} for o in others))
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
     described = _descriptions(type(example))  # a text the schema itself gives as its example is the family's

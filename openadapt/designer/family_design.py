@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from openadapt.designer.base import Candidate, DesignerInfo
 from openadapt.designer.chat import ChatBackend, ReplyError, Usage
 from openadapt.designer.copying import copied_from_example
+from openadapt.designer.deadline import NO_DEADLINE, Deadline, OutOfTime
 from openadapt.designer.pieces import (
     Piece,
     assemble,
@@ -107,7 +108,8 @@ def _pick_messages(menu: str, task: str) -> list[dict[str, str]]:
             {"role": "user", "content": f"The task:\n> {task}\n\nWhich one family models this task faithfully?"}]
 
 
-def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tuple[FamilyChoice, Session]:
+def choose_family(backend: ChatBackend, task: str, families: list[Family],
+                  deadline: Deadline = NO_DEADLINE) -> tuple[FamilyChoice, Session]:
     """The family for a task, and the session that described its mechanic.
 
     With a backend that exposes next-token log-probabilities (the local model), the family is the name the
@@ -118,6 +120,7 @@ def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tu
     names = [f.name for f in families]
     scores: dict[str, float] = {}
     reason = ""
+    deadline.check()
     if hasattr(backend, "option_logprobs"):
         menu = family_menu(families)
         raw = backend.option_logprobs(_pick_messages(menu, task), names)
@@ -130,12 +133,12 @@ def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tu
         menu = family_menu(families, with_none=True)
         enum = create_model("FamilyPick", __base__=FamilyPick,
                             family=(typing.Literal[tuple(names + ["none"])], Field(description="the family")))
-        pick = Session(backend, [{"role": "system", "content": menu}]).ask(
+        pick = Session(backend, [{"role": "system", "content": menu}], deadline=deadline).ask(
             f"The task:\n> {task}\n\nWhich one family models this task faithfully? Answer as JSON with `reason` "
             "(one sentence) then `family` (a name above, or none).", enum, max_tokens=160)
         chosen, method = (None if pick.family == "none" else pick.family), "constrained choice with a reason"
         scores, reason = {n: float(n == pick.family) for n in names}, pick.reason
-    session = Session(backend, [{"role": "system", "content": SYSTEM}], order=["mechanic"])
+    session = Session(backend, [{"role": "system", "content": SYSTEM}], order=["mechanic"], deadline=deadline)
     mechanic = session.ask(
         f"The task:\n> {task}\n\nDescribe the core of this task as JSON: `world` (the setting in a few words), "
         "`agent_does` (what the agent does, in one sentence), `succeeds_when` (what counts as success).",
@@ -149,6 +152,47 @@ def choose_family(backend: ChatBackend, task: str, families: list[Family]) -> tu
 
 class _Reason(BaseModel):
     reason: str = Field(max_length=200)
+
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]{4,}", text.lower()))
+
+
+def pick_example(backend: ChatBackend, task: str, family: Family,
+                 deadline: Deadline = NO_DEADLINE) -> tuple[Domain, dict[str, Any]]:
+    """The worked example, and how it was picked. Never the task's own world: only the examples that share the
+    fewest of the task's words are candidates, so a Kubernetes task never gets the Kubernetes example to copy.
+    Among tied candidates, with the local model, the world the model finds most like the task's (calibrated
+    next-token log-probabilities, as for the family): a small model imitates its example's kind of world, so a
+    farm's pumps are better served by a wind park than by a web shop. Otherwise the first by name."""
+    files = family.examples()
+    shared = {n: len(_words(task) & _words(path.read_text(encoding="utf-8"))) for n, path in files.items()}
+    least = min(shared.values())
+    candidates = sorted(n for n in files if shared[n] == least)
+    chosen = candidates[0]
+    note: dict[str, Any] = {"method": "fewest words shared with the task", "shared_words": shared}
+    if len(candidates) > 1 and hasattr(backend, "option_logprobs"):
+        deadline.check()
+        worlds = {n: family.load_example(n) for n in candidates}
+        menu = ("Example worlds:\n" + "\n".join(f"- {n}: {d.title}. {d.summary.split('. ')[0]}."
+                                               for n, d in worlds.items()) + "\nAnswer with one name only.")
+
+        def ask(text: str) -> dict[str, float]:
+            return backend.option_logprobs([
+                {"role": "system", "content": menu},
+                {"role": "user", "content": f"The task:\n> {text}\n\nWhich example world is most like the "
+                                            "task's world?"}], candidates)
+
+        raw, key = ask(task), (id(backend), tuple(candidates))
+        if key not in _NULL_SCORES:
+            _NULL_SCORES[key] = ask(NULL_TASK)
+        scores = {n: raw[n] - _NULL_SCORES[key][n] for n in candidates}
+        chosen = max(scores, key=scores.get)
+        note = {"method": "the candidate world the model finds most like the task's (calibrated next-token "
+                          "log-probability)", "shared_words": shared, "scores": {k: round(v, 3)
+                                                                                  for k, v in scores.items()}}
+    return family.load_example(chosen), {"example": chosen, **note}
 
 
 # ---- the designer -------------------------------------------------------------------------------------------------
@@ -165,8 +209,10 @@ class FamilyDomainDesigner(PieceRepairs):
         return self.deterministic
 
     def __init__(self, backend: ChatBackend, name: str, task: str, *, families: list[Family] | None = None,
-                 progress: Progress | None = None, kind: str = "local"):
+                 progress: Progress | None = None, kind: str = "local", deadline: Deadline = NO_DEADLINE):
         self.backend = backend
+        self.deadline = deadline
+        self._unwritten: set[str] = set()  # pieces not asked for because the time limit had passed
         self.name = name
         self.task = task
         self.families = families or all_families()
@@ -188,7 +234,10 @@ class FamilyDomainDesigner(PieceRepairs):
     def design(self) -> Candidate:
         started = time.monotonic()
         self.progress("choosing a family", 1, f"{len(self.families)} families")
-        choice, session = choose_family(self.backend, self.task, self.families)
+        try:
+            choice, session = choose_family(self.backend, self.task, self.families, self.deadline)
+        except OutOfTime:
+            return Candidate(problems=[f"{self.deadline} was reached before a family was chosen"])
         self.choice = choice
         notes = {"choice": choice.note()}
         if choice.family is None:
@@ -196,7 +245,11 @@ class FamilyDomainDesigner(PieceRepairs):
                              notes=notes)
         self._family = next(f for f in self.families if f.name == choice.family)
         self.info = self.info.model_copy(update={"family": self._family.ref})
-        self._example = self._pick_example(self._family)
+        try:
+            self._example, notes["example"] = pick_example(self.backend, self.task, self._family, self.deadline)
+        except OutOfTime:
+            return Candidate(problems=[f"{self.deadline} was reached before the worked example was chosen"],
+                             usage=session.usage, notes=notes)
         self._others = [self._family.load_example(n) for n in self._family.examples()
                         if self._family.load_example(n) != self._example]
         self._session = self._domain_session(choice)
@@ -228,15 +281,6 @@ class FamilyDomainDesigner(PieceRepairs):
         return self._candidate({"choice": self.choice.note() if self.choice else None, "redesign": attempt}, started)
 
     # -- internals --
-    def _pick_example(self, family: Family) -> Domain:
-        """The worked example: the family's example whose words overlap the task least (so it is visibly another
-        world and cannot be copied as the answer)."""
-        task_words = set(re.findall(r"[a-z]{4,}", self.task.lower()))
-        examples = family.examples()
-        scored = sorted(examples, key=lambda n: (len(task_words & set(
-            re.findall(r"[a-z]{4,}", (examples[n]).read_text(encoding="utf-8").lower()))), n))
-        return family.load_example(scored[0])
-
     def _domain_session(self, choice: FamilyChoice) -> Session:
         family, example = self._family, self._example
         context = (f"The task:\n> {self.task}\n\nIts world: {choice.mechanic.world}. The agent "
@@ -246,7 +290,8 @@ class FamilyDomainDesigner(PieceRepairs):
                    f"example of a domain of the same family for ANOTHER world (never copy its names or texts):\n"
                    f"{trimmed_example(example)}")
         return Session(self.backend, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": context},
-                                      {"role": "assistant", "content": "{\"ready\": true}"}], usage=Usage())
+                                      {"role": "assistant", "content": "{\"ready\": true}"}], usage=Usage(),
+                       deadline=self.deadline)
 
     def _start_pieces(self) -> None:
         self._session.order = [p.path for p in self._pieces]
@@ -268,6 +313,12 @@ class FamilyDomainDesigner(PieceRepairs):
                             [x.lower() for x in piece.value.items[:i]]]
                 if repeated:
                     self._write(piece, problems=[f"{', '.join(repeated)} repeated: every one must differ"])
+        except OutOfTime:
+            if piece.value is None:
+                if not self._unwritten:
+                    self.progress("writing", self._attempt, f"{self.deadline} was reached: no more requests")
+                self._unwritten.add(piece.path)
+            return
         except (ReplyError, ValidationError) as exc:
             piece.value = None
             self.progress("writing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
@@ -292,8 +343,9 @@ class FamilyDomainDesigner(PieceRepairs):
 
     def _check(self) -> list[DomainProblem]:
         data = self._draft()
-        missing = [DomainProblem(path=p.path, message="no usable answer was written") for p in self._pieces
-                   if p.value is None]
+        missing = [DomainProblem(path=p.path, message=f"not written: {self.deadline} was reached"
+                                 if p.path in self._unwritten else "no usable answer was written")
+                   for p in self._pieces if p.value is None]
         try:
             self._family.parse_domain(data)
             problems = []
@@ -306,7 +358,7 @@ class FamilyDomainDesigner(PieceRepairs):
         running total of the whole design)."""
         problems = self._check()
         rounds = 0
-        while problems and rounds < MAX_REPAIR_ROUNDS:
+        while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
             parts: set[str] = set()
@@ -325,6 +377,11 @@ class FamilyDomainDesigner(PieceRepairs):
             problems = self._check()
         notes = {**notes, "piece_repair_rounds": rounds, "requests": len(self._session.completions),
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
+        if problems and self.deadline.passed:
+            notes["out_of_time"] = True
+            unwritten = f"{len(self._unwritten)} piece(s) not written, " if self._unwritten else ""
+            problems = [DomainProblem(path="domain", message=f"{self.deadline} was reached: {unwritten}"
+                                      f"{len(problems)} problem(s) left unrepaired"), *problems]
         if problems:
             draft = yaml.safe_dump(self._draft(), sort_keys=False, allow_unicode=True, width=120)
             why = "".join(f"# - {' '.join(str(p).split())}\n" for p in problems[:12])

@@ -21,6 +21,7 @@ from openadapt import __version__
 from openadapt.designer import prompting
 from openadapt.designer.base import Candidate, Designer
 from openadapt.designer.custom import CustomDesigner
+from openadapt.designer.deadline import NO_DEADLINE, Deadline
 from openadapt.designer.example import ExampleDesigner, parse_example_ref
 from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.llm import LLMClient, LLMConfig, Usage
@@ -54,7 +55,8 @@ class GenerateRequest(BaseModel):
     local: LocalSettings | None = Field(default=None, description="the embedded model's settings (None: defaults)")
     example: str | None = Field(default=None, description="FAMILY:EXAMPLE: publish that family example")
     custom: bool = Field(default=False, description="an endpoint LLM writes custom mechanics, skipping families")
-
+    time_limit_s: float | None = Field(default=None, gt=0, description="no model request or attempt starts after "
+                                       "this many seconds (None: attempts alone bound the run)")
 
     @classmethod
     def from_options(cls, *, base_url: str | None = None, model: str | None = None, local_model: str | None = None,
@@ -161,7 +163,8 @@ class FamilyThenCustom:
         return self.active.repair(previous, feedback, attempt)
 
 
-def choose_designer(request: GenerateRequest, task: str, progress: Progress | None = None) -> tuple[Designer, str]:
+def choose_designer(request: GenerateRequest, task: str, progress: Progress | None = None,
+                    deadline: Deadline = NO_DEADLINE) -> tuple[Designer, str]:
     """The designer this request gets, and the package name."""
     name = request_name(request, task)
     if request.example is not None:
@@ -171,7 +174,8 @@ def choose_designer(request: GenerateRequest, task: str, progress: Progress | No
         custom = CustomDesigner(client, name, task, prompting)
         if request.custom:
             return custom, name
-        family = FamilyDomainDesigner(client, name, task, progress=progress, kind="openai-compatible")
+        family = FamilyDomainDesigner(client, name, task, progress=progress, kind="openai-compatible",
+                                      deadline=deadline)
         return FamilyThenCustom(family, custom), name
     from openadapt.designer.local import LocalLLM, ModelNotInstalledError, resolve_model
 
@@ -183,7 +187,7 @@ def choose_designer(request: GenerateRequest, task: str, progress: Progress | No
             raise UsageError(NO_DESIGNER) from None
         raise
     return FamilyDomainDesigner(LocalLLM(settings, on_load=_load_progress(progress)), name, task,
-                                progress=progress), name
+                                progress=progress, deadline=deadline), name
 
 
 def _load_progress(progress: Progress | None):
@@ -200,7 +204,8 @@ def generate(request: GenerateRequest, progress: Progress | None = None, validat
 
     task = check_request(request)
     dest = check_destination(request, request_name(request, task))
-    designer, name = choose_designer(request, task, progress)
+    deadline = Deadline(request.time_limit_s)
+    designer, name = choose_designer(request, task, progress, deadline)
     root = request.output_root
     provenance = Provenance(openadapt_version=__version__, name=name, task=task, designer=designer.info,
                             template_versions=template_versions(), created_at=_now())
@@ -211,7 +216,7 @@ def generate(request: GenerateRequest, progress: Progress | None = None, validat
     try:
         validator = validator or Validator(request.sandbox)
         result = run_design(designer, validator, name=name, work=run_dir, max_attempts=request.max_attempts,
-                            attempts=provenance.attempts, progress=progress)
+                            attempts=provenance.attempts, progress=progress, deadline=deadline)
         provenance.designer = designer.info  # now with what the designer decided (the family)
         if result.ok:
             _finalise(result.stage, result.report, provenance, started)

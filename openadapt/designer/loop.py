@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from openadapt.designer.base import Candidate, Designer
+from openadapt.designer.deadline import NO_DEADLINE, Deadline
 from openadapt.designer.provenance import AttemptRecord
 from openadapt.envpkg.render import write_files
 from openadapt.validator import ValidationReport, Verdict
@@ -42,13 +43,16 @@ def unusable_feedback(candidate: Candidate) -> str:
 def run_design(designer: Designer, validator: Any, *, name: str, work: Path, max_attempts: int,
                attempts: list[AttemptRecord], tiers: list[int] | None = None,
                certify: Callable[[ValidationReport], ValidationReport] | None = None,
-               progress: Progress | None = None) -> LoopResult:
+               progress: Progress | None = None, deadline: Deadline = NO_DEADLINE) -> LoopResult:
     """Run up to `max_attempts` attempts, appending one `AttemptRecord` each to `attempts` as it goes (so a
-    caller interrupted mid-loop still has every finished attempt)."""
+    caller interrupted mid-loop still has every finished attempt). No attempt starts after `deadline` (the
+    designer itself stops asking its model then)."""
     report = progress or (lambda phase, attempt, detail: None)
     previous: Candidate | None = None
     feedback = ""
     for attempt in range(1, max_attempts + 1):
+        if attempt > 1 and deadline.passed:
+            return LoopResult(ok=False, candidate=previous, reason=failure_reason(attempts, deadline))
         record = AttemptRecord(attempt=attempt)
         attempts.append(record)
         report("designing" if attempt == 1 else "repairing", attempt, designer.info.backend)
@@ -59,7 +63,7 @@ def run_design(designer: Designer, validator: Any, *, name: str, work: Path, max
         record.parse_problems = list(candidate.problems)
         record.notes = dict(candidate.notes)
         previous = candidate
-        last = attempt == max_attempts or designer.deterministic
+        last = attempt == max_attempts or designer.deterministic or deadline.passed
         if not candidate.usable:
             if candidate.draft:
                 write_files({DRAFT_FILE: candidate.draft}, work / f"attempt-{attempt}")
@@ -81,14 +85,15 @@ def run_design(designer: Designer, validator: Any, *, name: str, work: Path, max
         feedback = result.designer_feedback()
         record.feedback_sent = None if last else feedback
         if last:
-            return LoopResult(ok=False, candidate=candidate, report=result, reason=failure_reason(attempts))
-    return LoopResult(ok=False, candidate=previous, reason=failure_reason(attempts))
+            return LoopResult(ok=False, candidate=candidate, report=result, reason=failure_reason(attempts, deadline))
+    return LoopResult(ok=False, candidate=previous, reason=failure_reason(attempts, deadline))
 
 
-def failure_reason(attempts: list[AttemptRecord]) -> str:
+def failure_reason(attempts: list[AttemptRecord], deadline: Deadline = NO_DEADLINE) -> str:
     if not attempts:
         return "no attempt was made"
     last = attempts[-1]
+    stopped = f"{deadline} was reached; " if deadline.passed else ""
     if last.failing_checks:
-        return f"validation failed after {len(attempts)} attempt(s): {', '.join(last.failing_checks)}"
-    return f"no usable design after {len(attempts)} attempt(s): {'; '.join(last.parse_problems)[:300]}"
+        return f"{stopped}validation failed after {len(attempts)} attempt(s): {', '.join(last.failing_checks)}"
+    return f"{stopped}no usable design after {len(attempts)} attempt(s): {'; '.join(last.parse_problems)[:300]}"

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from openadapt.designer.chat import ChatBackend, Completion, ReplyError, Usage
+from openadapt.designer.deadline import NO_DEADLINE, Deadline
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Session:
     turns: list[tuple[str | None, str, str]] = field(default_factory=list)  # (piece path, instruction, answer)
     order: list[str] = field(default_factory=list)  # the pieces' paths in plan order
     budget_chars: int = 0  # compact beyond this many characters (0: from the backend's context window)
+    deadline: Deadline = NO_DEADLINE  # no request starts after it (OutOfTime)
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -36,19 +38,21 @@ class Session:
     def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
             schema: dict[str, Any] | None = None) -> BaseModel:
         """One constrained request; with `key`, the answer is kept as that piece's latest turn."""
+        self.deadline.check()
         self._compact_if_needed(len(instruction) + max_tokens * 4)
         messages = [*self.messages, {"role": "user", "content": instruction}]
         schema = schema or _schema(model)
         completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens)
-        self._record(completion)
+        self._record(completion, key)
         try:
             value = completion.parse_as(model)
         except ReplyError:
             if not completion.truncated:
                 raise
             # The constrained answer ran out of room: ask once more with twice the room.
+            self.deadline.check()
             completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens * 2)
-            self._record(completion)
+            self._record(completion, key)
             value = completion.parse_as(model)
         if key is not None:
             self.turns.append((key, instruction, completion.text.strip()))
@@ -60,10 +64,11 @@ class Session:
         the opening message, before the worked example), then the instruction. For a small model that keeps
         copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
         answer joins the conversation as that piece's latest turn (later pieces see it)."""
+        self.deadline.check()
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
         completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens)
-        self._record(completion)
+        self._record(completion, key, aside=True)
         value = completion.parse_as(model)
         if key is not None:
             self.turns.append((key, instruction, completion.text.strip()))
@@ -85,10 +90,14 @@ class Session:
         rank = {path: i for i, path in enumerate(self.order)}
         self.turns = sorted(latest.values(), key=lambda t: rank.get(t[0], len(rank)))
 
-    def _record(self, completion: Completion) -> None:
+    def _record(self, completion: Completion, key: str | None, aside: bool = False) -> None:
         self.usage.add(completion.usage)
-        record = {"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),
+        record = {"piece": key, "aside": aside} if aside else {"piece": key}
+        record |= {"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),
                   "tokens_per_s": completion.tokens_per_s, "finish": completion.finish_reason}
+        if completion.prompt_s is not None:  # the local model: what the prompt cost, and how much was cached
+            record |= {"prompt_tokens": completion.usage.prompt_tokens, "cached": completion.cached_prompt_tokens,
+                       "prompt_s": completion.prompt_s}
         if completion.truncated:  # where a reply that ran out of room was going (provenance keeps it)
             record["tail"] = completion.text[-160:]
         self.completions.append(record)
