@@ -241,22 +241,15 @@ class PriorBiased:
         return Completion(text=text, finish_reason="stop")
 
 
-def test_the_worked_example_is_never_the_tasks_own_world_and_ties_go_to_the_world_the_model_finds_closest():
+def test_the_worked_example_is_the_one_sharing_fewest_words_with_the_task_never_the_tasks_own_world():
     from openadapt.designer.family_design import pick_example
 
     family = get_family("diagnosis")
-    pumps = "Train an agent to diagnose failing irrigation pumps on a farm"  # shares as few words with each example
-    example, note = pick_example(PriorBiased(prior="incident_triage", truth="wind_park"), pumps, family)
-    assert example.title == "Onshore wind park" and note["method"].startswith("the candidate world the model")
-    assert set(note["scores"]) == set(family.examples())
-    # The model would pick the Kubernetes example for a Kubernetes task: it shares most words, so it never competes.
-    example, note = pick_example(PriorBiased(prior="x", truth="kubernetes_cluster"), TASK, family)
-    assert note["example"] != "kubernetes_cluster" and "kubernetes_cluster" not in note["scores"]
-    assert note["shared_words"]["kubernetes_cluster"] > max(v for k, v in note["shared_words"].items()
-                                                            if k != "kubernetes_cluster")
-    # An endpoint (no log-probabilities) takes the first candidate by name.
-    _, note = pick_example(object(), pumps, family)
-    assert note == {"example": "incident_triage", "method": "fewest words shared with the task",
+    example, note = pick_example(TASK, family)  # a Kubernetes task
+    assert note["example"] != "kubernetes_cluster" and example.title != "Kubernetes e-commerce cluster"
+    assert note["shared_words"]["kubernetes_cluster"] > note["shared_words"][note["example"]]
+    _, note = pick_example("Train an agent to diagnose failing irrigation pumps on a farm", family)
+    assert note == {"example": "incident_triage",  # a tie: the first by name
                     "shared_words": {"incident_triage": 3, "kubernetes_cluster": 3, "wind_park": 3}}
 
 
@@ -526,3 +519,59 @@ def test_no_request_or_attempt_starts_after_the_time_limit_and_the_draft_is_kept
     assert attempt.notes["out_of_time"] and attempt.feedback_sent is None
     draft = (result.failed_dir / "attempt-1" / "draft.yaml").read_text()
     assert "not written: the time limit (2 min) was reached" in draft and "components:" in draft
+
+
+def test_a_dependency_graph_too_shallow_is_deepened_one_link_at_a_time_by_the_models_choice(llm, world):
+    class Linking(ScriptedModel):
+        def answer(self, text, title):
+            if title == "Need":  # which later component the one at the end of a chain needs: the first offered
+                return {"needs": self.schema["properties"]["needs"]["enum"][0]}
+            return super().answer(text, title)
+
+    shallow = {0: ["checkout-api"], 1: [], 2: ["payments-postgres"], 3: [], 4: [], 5: []}  # chains of two at most
+    model = Linking(world, break_once={f"domain.components[{i}]": {**world["components"][i], "depends_on": deps}
+                                       for i, deps in shallow.items()})
+    llm.responder = model
+    seen = []
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible",
+                                    progress=lambda phase, attempt, detail: seen.append((phase, detail)))
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [a for a in model.asked if a.startswith("In this world")]
+    assert "`ingress-nginx` needs `checkout-api`" in ask and "does `checkout-api`" in ask
+    assert ask.count(",") >= 3 and "ingress-nginx," not in ask  # only later components: the graph stays acyclic
+    assert ("linked", "checkout-api needs payments-gateway") in seen
+    domain = yaml.safe_load(candidate.files["domain.yaml"])
+    assert next(c for c in domain["components"] if c["name"] == "checkout-api")["depends_on"] == ["payments-gateway"]
+    assert not any(a.startswith("Your `domain.components") for a in model.asked)  # no item was rewritten
+
+
+def test_chain_ends_counts_the_longest_chain_ending_at_each_item():
+    from openadapt.designer.repairs import chain_ends
+
+    names = ["a", "b", "c", "d"]
+    assert chain_ends(names, {"a": ["b", "d"], "b": ["c"], "c": [], "d": []}) == {"a": 1, "b": 2, "c": 3, "d": 2}
+
+
+def test_a_line_repeated_when_topping_up_is_asked_for_again_at_a_higher_temperature(llm, world):
+    same = "WARN {component} upstream {dependency} timed out after 30s"
+    world["symptom_lines"] = [same, same, same]
+
+    class ColdRepeats(ScriptedModel):  # at the default temperature it only ever repeats the line it has
+        def __call__(self, body):
+            self.temperature = body["temperature"]
+            return super().__call__(body)
+
+        def answer(self, text, title):
+            if "Write one more line for the domain" in text and self.temperature < 0.5:
+                return {"line": same}
+            return super().answer(text, title)
+
+    model = ColdRepeats(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asks = [r for r in llm.requests if "one more line" in r["messages"][-1]["content"]]
+    assert [r["temperature"] for r in asks] == [0.2, 0.9, 0.9]  # the repeat, then two new lines sampled hotter
+    assert f"{same!r} is already there. Write one more line" in asks[1]["messages"][-1]["content"]
+    assert len(set(yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"])) == 3

@@ -125,8 +125,9 @@ class BackendInfo(BaseModel):
 class ChatBackend(Protocol):
     """A chat model the designer can ask. Implementations: `LocalLLM`, `LLMClient`."""
 
-    def complete(self, messages: list[Message], *, schema: dict | None = None,
-                 max_tokens: int | None = None) -> Completion: ...
+    def complete(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None) -> Completion:
+        """`temperature` overrides the backend's sampling temperature for this request (the seed stays)."""
 
     def describe(self) -> BackendInfo: ...
 

@@ -75,8 +75,8 @@ class LLMClient:
                            sampling=Sampling(temperature=c.temperature, top_p=c.top_p, seed=c.seed,
                                              max_tokens=c.max_tokens))
 
-    def complete(self, messages: list[Message], *, schema: dict | None = None,
-                 max_tokens: int | None = None) -> Completion:
+    def complete(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None) -> Completion:
         started = time.monotonic()
         retries: list[str] = []
         extra: dict = {}
@@ -89,7 +89,8 @@ class LLMClient:
         for attempt in range(self.config.max_retries + 1):
             try:
                 response = self._client.chat.completions.create(
-                    model=self.config.model, messages=messages, temperature=self.config.temperature,
+                    model=self.config.model, messages=messages,
+                    temperature=self.config.temperature if temperature is None else temperature,
                     max_tokens=max_tokens or self.config.max_tokens, **extra)
             except self._openai.APIStatusError as exc:
                 status = exc.status_code

@@ -1,12 +1,13 @@
 """The mechanical repairs of a draft domain, for what a small model gets wrong the same way each time it is asked
 again: a copied key renamed everywhere, a short list completed line by line, a repeated text or log line
-reworded on its own, a wrong nested record asked for alone. Each returns True when it fixed its problem; the
-designer rewrites the owning piece otherwise."""
+reworded on its own, a graph too shallow deepened link by link, a wrong nested record asked for alone. Each
+returns True when it fixed its problem; the designer rewrites the owning piece otherwise."""
 
 from __future__ import annotations
 
 import json
 import re
+import typing
 from collections.abc import Callable
 
 from pydantic import ValidationError, create_model
@@ -16,6 +17,8 @@ from openadapt.designer.pieces import Piece, field_guide, is_model, max_tokens_f
 from openadapt.designer.session import Session
 from openadapt.families.base import Family
 from openadapt.families.domain import Domain, DomainProblem
+
+REPEAT_TEMPERATURE = 0.9  # a line asked for again after the model repeated one
 
 
 class PieceRepairs:
@@ -82,7 +85,7 @@ class PieceRepairs:
         enough = int(wanted.group(1))
         guide = self._family.domain.model_fields[piece.field].description or ""
         one = create_model("OneLine", line=(str, ...))
-        repeated = ""
+        repeated, hot = "", False  # after a repeat, the rest is sampled hotter: at 0.2 the model repeats again
         for _ in range(2 * need):
             if len(lines) >= need:
                 break
@@ -90,7 +93,7 @@ class PieceRepairs:
                 line = self._session.ask_aside(
                     f"{repeated}Write one more line for the domain's `{piece.field}` ({guide}) as JSON "
                     f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(lines)}",
-                    one, max_tokens=120).line.strip()
+                    one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None).line.strip()
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
@@ -98,7 +101,7 @@ class PieceRepairs:
                 lines.append(line)
                 repeated = ""
             else:  # said again, the same words would come back: the next request differs
-                repeated = f"{line!r} is already there. "
+                repeated, hot = f"{line!r} is already there. ", True
         if len(lines) < enough:
             self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not the "
                           f"{enough} it needs")
@@ -150,6 +153,48 @@ class PieceRepairs:
         self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
         return True
 
+    def _deepen(self, problem: DomainProblem) -> bool:
+        """A graph too shallow for its family (no chain of three components) is deepened one link at a time: the
+        item at the end of a longest chain is asked which later item it needs, among names that keep the graph
+        acyclic. The model chooses the link, the program only where one is missing: rewriting the items gave
+        the same shallow graph back."""
+        list_name = problem.path.removeprefix("domain.")
+        domain = self._family.domain
+        found = next((key.split(".")[1] for key, ref in domain.REFERENCES.items() if key.split(".")[0] == list_name
+                      and ref.later_only and ref.min_chain and ref.source.split(".")[0] == list_name), None)
+        items = [p for p in self._pieces if p.field == list_name and p.index is not None and not p.keys]
+        if found is None or not items or any(p.value is None for p in items):
+            return False
+        wanted = domain.REFERENCES[f"{list_name}.{found}"].min_chain
+        key = domain.KEYS[list_name]
+        names = [getattr(p.value, key) for p in items]
+        for attempt in range(wanted):
+            needs = {n: list(getattr(p.value, found)) for n, p in zip(names, items, strict=True)}
+            ends = chain_ends(names, needs)
+            if max(ends.values()) >= wanted:
+                return attempt > 0  # deep enough from the start: the problem is another one
+            open_ends = [n for n in sorted(names, key=lambda n: (-ends[n], names.index(n)))
+                         if any(c not in needs[n] for c in names[names.index(n) + 1:])]
+            if not open_ends:
+                return False
+            end = open_ends[0]
+            piece = items[names.index(end)]
+            options = [c for c in names[names.index(end) + 1:] if c not in needs[end]]
+            above = next((a for a in names if end in needs[a]), None)
+            context = f"`{above}` needs `{end}` in order to work. " if above else ""
+            choice = create_model("Need", needs=(typing.Literal[tuple(options)], ...))
+            try:
+                link = self._session.ask(
+                    f"In this world, {context}Which one of these does `{end}` ({_identity(piece)}) itself need in "
+                    f"order to work: {', '.join(options)}? Answer as JSON {{\"needs\": ...}}.", choice,
+                    max_tokens=40).needs
+                piece.value = piece.model.model_validate({**piece.value.model_dump(), found: [*needs[end], link]})
+            except (ReplyError, ValidationError):
+                return False
+            self.progress("linked", self._attempt, f"{end} needs {link}")
+        needs = {n: list(getattr(p.value, found)) for n, p in zip(names, items, strict=True)}
+        return max(chain_ends(names, needs).values()) >= wanted
+
     def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
         """A problem inside a record nested in a list item (`faults[0].constraint.fix`) is fixed by asking for
         that record alone, with the problems and the item as it stands: rewriting the whole item costs every
@@ -179,6 +224,16 @@ class PieceRepairs:
             return False
         self.progress("rewrote", self._attempt, at.removeprefix("domain."))
         return True
+
+
+def chain_ends(names: list[str], needs: dict[str, list[str]]) -> dict[str, int]:
+    """For each item of an ordered list whose references point only later, the length of the longest chain of
+    references that ends at it (an item nothing refers to: 1)."""
+    length: dict[str, int] = {}
+    for name in names:
+        length[name] = 1 + max((length[a] for a in names[:names.index(name)] if name in needs.get(a, [])),
+                               default=0)
+    return length
 
 
 def _identity(piece: Piece) -> str:

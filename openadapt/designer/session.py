@@ -59,15 +59,18 @@ class Session:
         return value
 
     def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
-                  schema: dict[str, Any] | None = None) -> BaseModel:
+                  schema: dict[str, Any] | None = None, temperature: float | None = None) -> BaseModel:
         """One constrained request outside the conversation: the system prompt and the task (the first part of
         the opening message, before the worked example), then the instruction. For a small model that keeps
         copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
-        answer joins the conversation as that piece's latest turn (later pieces see it)."""
+        answer joins the conversation as that piece's latest turn (later pieces see it). `temperature` overrides
+        the backend's for this request (a repeat asked again gets more varied words)."""
         self.deadline.check()
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
-        completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens)
+        hotter = {} if temperature is None else {"temperature": temperature}
+        completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens,
+                                           **hotter)
         self._record(completion, key, aside=True)
         value = completion.parse_as(model)
         if key is not None:

@@ -100,10 +100,12 @@ def name_field(default: str, what: str, example: str) -> Any:
 class Reference:
     """A field whose values must be values of another field: `source` is 'list.field' (every `field` of the
     items of `list`). `later_only`, within the same list, allows only items after this one (an ordered list then
-    makes an acyclic graph)."""
+    makes an acyclic graph). `min_chain`: the family needs a path of at least that many items through these
+    references (A -> B -> C is 3), which a designer can build link by link."""
 
     source: str
     later_only: bool = False
+    min_chain: int = 0
 
 
 class Domain(DomainPart):

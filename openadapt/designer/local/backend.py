@@ -175,8 +175,8 @@ class LocalLLM:
         with self._loaded.lock:
             return _option_logprobs(self._loaded.llama, messages, options, self._loaded.saved)
 
-    def complete(self, messages: list[Message], *, schema: dict | None = None,
-                 max_tokens: int | None = None) -> Completion:
+    def complete(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int | None = None,
+                 temperature: float | None = None) -> Completion:
         import llama_cpp
 
         grammar = self.grammar_for(schema) if schema is not None else None
@@ -187,8 +187,9 @@ class LocalLLM:
             started = time.monotonic()
             self._loaded.saved.before(llama, chat_tokens(llama, messages))
             try:
+                temperature = s.temperature if temperature is None else temperature
                 response = llama.create_chat_completion(
-                    messages=messages, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
+                    messages=messages, temperature=temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
                     seed=s.seed, max_tokens=max_tokens or s.max_tokens, grammar=grammar, stream=False)
             except ValueError as exc:
                 if "exceed context window" in str(exc):

@@ -106,7 +106,7 @@ class DependencyStatus(DomainPart):
 
 class DiagnosisDomain(Domain):
     KEYS = {"components": "name", "faults": "id"}
-    REFERENCES = {"components.depends_on": Reference("components.name", later_only=True),
+    REFERENCES = {"components.depends_on": Reference("components.name", later_only=True, min_chain=3),
                   "faults.applies_to": Reference("components.kind")}
 
     agent_role: str = Field(min_length=3, max_length=80, description=(
