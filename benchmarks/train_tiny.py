@@ -1,6 +1,7 @@
 """GRPO with the `tiny` model on seed:incident_triage at ECI 1, on this machine's CPUs, with the library's
 default solver settings (docs/training.md: multi-turn episodes, each turn generated from the latest
-observation, a turn budget of 2 at ECI 1, 8 episode groups x 4 generations per step, lr 1e-3, KL 0.1).
+observation, the environment's own step budget as the turn limit (10 at ECI 1; `--config '{"max_turns": 2}'`
+sets one), 8 episode groups x 4 generations per step, lr 1e-3, KL 0.1).
 
 Prints the held-out solve rate of the model GRPO starts from (after the format warm-up on random actions), the
 training curve, held-out evaluations every --eval-every minutes of training, and the held-out solve rate of the

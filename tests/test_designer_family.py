@@ -81,6 +81,8 @@ class ScriptedModel:
             return value
         if text.startswith("An earlier version"):
             return {"ok": True}
+        if (match := re.search(r"\n\n`(\w+)` has a problem", text)):  # one header text, asked for aside
+            return {"text": self.world[match.group(1)]}
         raise AssertionError(f"the scripted model does not know how to answer: {text[:200]}")
 
     def piece(self, path: str):
@@ -367,6 +369,8 @@ def test_a_topped_up_list_with_what_the_domain_needs_is_kept_though_the_piece_as
 def test_a_draft_that_never_parses_is_kept_for_the_user_to_read(llm, world, tmp_path, validator):
     class NoPlaceholder(ScriptedModel):  # the alert never names {component}, however often it is asked
         def answer(self, text, title):
+            if title == "OneText" and "`alert` has a problem" in text:
+                return {"text": "[P2] pressure low on the farm"}
             value = super().answer(text, title)
             if isinstance(value, dict) and "alert" in value:
                 value = {**value, "alert": "[P2] pressure low on the farm"}
@@ -575,3 +579,44 @@ def test_a_line_repeated_when_topping_up_is_asked_for_again_at_a_higher_temperat
     assert [r["temperature"] for r in asks] == [0.2, 0.9, 0.9]  # the repeat, then two new lines sampled hotter
     assert f"{same!r} is already there. Write one more line" in asks[1]["messages"][-1]["content"]
     assert len(set(yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"])) == 3
+
+
+def test_a_header_text_copied_from_the_worked_example_is_asked_for_alone_out_of_its_sight(llm, world):
+    copied = get_family("diagnosis").load_example("incident_triage").alert  # the worked example's own alert
+    world["alert"] = copied  # what the model writes whenever the header is asked for in the conversation
+
+    class Aside(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneText" and "`alert` has a problem" in text:
+                return {"text": "[P1] {component}: {rate}% of pods restarting, p99 {latency}ms"}
+            return super().answer(text, title)
+
+    model = Aside(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["alert"].startswith("[P1] {component}: {rate}% of pods")
+    (ask,) = [r["messages"] for r in llm.requests if "`alert` has a problem" in r["messages"][-1]["content"]]
+    assert len(ask) == 2 and "Here is a worked example" not in ask[1]["content"] and copied not in ask[1]["content"]
+    assert not any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was kept
+
+
+def test_one_bad_line_of_a_list_of_lines_is_asked_for_alone_and_the_others_kept(llm, world):
+    lines = list(world["symptom_lines"])
+    world["symptom_lines"] = [lines[0], "WARN {component} retrying the call (attempt 3 of 3)", lines[2]]
+
+    class OneLine(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneText" and "Line 2 of `symptom_lines` has a problem" in text:
+                return {"text": "WARN {component} retrying {dependency} (attempt 3 of 3)"}
+            return super().answer(text, title)
+
+    model = OneLine(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"] == [
+        lines[0], "WARN {component} retrying {dependency} (attempt 3 of 3)", lines[2]]
+    (ask,) = [a for a in model.asked if "Line 2 of `symptom_lines` has a problem" in a]
+    assert "must name both {component} and {dependency}" in ask and "It reads: 'WARN {component} retrying" in ask
+    assert not any(a.startswith("Your `domain.symptom_lines` has problems") for a in model.asked)

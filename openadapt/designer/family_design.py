@@ -335,7 +335,8 @@ class FamilyDomainDesigner(PieceRepairs):
             parts: set[str] = set()
             for problem in problems:
                 if (self._rename_if_key(problem) or self._top_up(problem) or self._reword(problem)
-                        or self._deepen(problem) or self._rewrite_part(problem, parts)):
+                        or self._rewrite_text(problem) or self._deepen(problem)
+                        or self._rewrite_part(problem, parts)):
                     continue
                 for piece in owner(problem.path, self._pieces):
                     by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))

@@ -153,6 +153,55 @@ class PieceRepairs:
         self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
         return True
 
+    def _rewrite_text(self, problem: DomainProblem) -> bool:
+        """One text of the header (`alert`) or one line of a list of lines (`symptom_lines[1]`) with a problem is
+        asked for alone and aside (the task and the world so far, without the worked example), the rest kept.
+        Rewriting the whole header in the conversation gave the copied alert back three attempts running, and a
+        rewritten list of lines came back as one line written three times."""
+        match = re.match(r"^domain\.(\w+)(?:\[(\d+)\])?$", problem.path)
+        if not match:
+            return False
+        name, line = match.group(1), None if match.group(2) is None else int(match.group(2))
+        if line is None:
+            piece = next((p for p in self._pieces if p.field is None and p.value is not None
+                          and name in type(p.value).model_fields), None)
+            current = getattr(piece.value, name, None) if piece is not None else None
+            guide = type(piece.value).model_fields[name].description if piece is not None else ""
+            header = {k: v for k, v in piece.value.model_dump(mode="json").items() if k != name} if piece else {}
+            what, others = f"`{name}`", []
+        else:
+            piece = next((p for p in self._pieces if p.field == name and p.index is None and not p.keys
+                          and p.value is not None), None)
+            items = getattr(piece.value, "items", None) if piece is not None else None
+            if not isinstance(items, list) or line >= len(items) or not all(isinstance(i, str) for i in items):
+                return False
+            current, others = items[line], [i for j, i in enumerate(items) if j != line]
+            guide = self._family.domain.model_fields[name].description or ""
+            header = next((p.value.model_dump(mode="json") for p in self._pieces
+                           if p.field is None and p.value is not None), {})
+            what = f"Line {line + 1} of `{name}`"
+        if not isinstance(current, str):
+            return False
+        copied = "copied from the worked example" in problem.message
+        was = "" if copied else f" It reads: {current!r}."
+        differ = f", different from every one of: {json.dumps(others)}" if others else ""
+        one = create_model("OneText", text=(str, ...))
+        try:
+            text = self._session.ask_aside(
+                f"This world's domain so far: {json.dumps(header, ensure_ascii=False)}\n\n{what} has a problem: "
+                f"{problem.message}.{was} Write it again for this world as JSON {{\"text\": ...}}{differ}. What it "
+                f"must be: {guide}", one, max_tokens=160).text.strip()
+            if text == current or text in others:
+                return False
+            if line is None:
+                piece.value = piece.model.model_validate({**piece.value.model_dump(), name: text})
+            else:
+                piece.value = piece.model(items=[text if j == line else v for j, v in enumerate(items)])
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("rewrote", self._attempt, problem.path.removeprefix("domain."))
+        return True
+
     def _deepen(self, problem: DomainProblem) -> bool:
         """A graph too shallow for its family (no chain of three components) is deepened one link at a time: the
         item at the end of a longest chain is asked which later item it needs, among names that keep the graph
