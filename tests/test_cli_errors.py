@@ -134,7 +134,7 @@ def test_a_named_non_english_prompt_goes_on_to_the_designer(tmp_path, monkeypatc
 
     seen = {}
 
-    def choose(request, task, progress=None):
+    def choose(request, task, *_):
         seen["task"], seen["name"] = task, request.name
         raise KeyboardInterrupt  # stop before any model loads
 

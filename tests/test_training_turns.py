@@ -184,3 +184,34 @@ def test_tiny_fits_its_tokens_per_turn_to_the_packages_actions(tmp_path):
                        "confidence": 0.5, "reasoning": "orders-db " * 40})
     need = len(tokenizer(long, add_special_tokens=False)["input_ids"]) + 1
     assert fit_completion_length(tokenizer, [long]) >= need * 1.15 and fit_completion_length(tokenizer, []) == 48
+
+
+def test_a_curriculums_turn_budget_follows_its_current_tier_on_replays_too(tmp_path):
+    """A replayed ECI 1 episode, while the curriculum is at ECI 3, gets ECI 3's turns (its own budget still caps
+    them): the policy cannot tell the tiers apart, so fewer turns on replays would punish what ECI 3 teaches."""
+
+    class Replay:
+        turn_tier = 3
+
+        def next_tier(self, rng):
+            return 1
+
+    config = make_config(tmp_path / "run", steps=1, eci=[1, 3], max_turns={1: 1, 3: 2}, context="last")
+    with Solver.create(config, tier_plan=Replay()) as solver:
+        _, (spec,) = solver.rollout.specs(0, 1)
+        assert spec.eci == 1 and spec.max_turns == 2
+        Replay.turn_tier = None  # a plan without a current tier: each episode gets its own tier's turns
+        _, (spec,) = solver.rollout.specs(0, 1)
+        assert spec.max_turns == 1
+
+
+def test_the_curriculum_offers_its_current_tier_as_the_turn_tier():
+    from types import SimpleNamespace
+
+    from openadapt.curriculum.controller import Curriculum
+
+    curriculum = Curriculum.__new__(Curriculum)  # only its state matters here
+    curriculum.state = SimpleNamespace(tier=3)
+    assert curriculum.turn_tier == 3
+    curriculum.state.tier = 4  # escalated: replays now get ECI 4's turns
+    assert curriculum.turn_tier == 4

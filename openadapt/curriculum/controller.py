@@ -187,6 +187,11 @@ class Curriculum:
         """TierPlan: the current tier, or with the replay share an earlier one (forgetting shows up)."""
         return episode_tier(self.rule, self.state.tier, rng)
 
+    @property
+    def turn_tier(self) -> int:
+        """TierPlan: replayed tiers play with the current tier's turn budget."""
+        return self.state.tier
+
     def on_episode(self, outcome: EpisodeOutcome) -> None:
         self.windows.record(outcome.eci, outcome.solved)
         self.state.episodes += 1

@@ -31,7 +31,9 @@ class TierPlan(Protocol):
     is rolled out. `rng` is a fresh `random.Random` derived from the run seed and the group index, so a plan
     that draws only from it is reproducible across resumes; a plan may also keep its own state (a curriculum
     updates its tier from `on_episode` and callbacks). The returned tier must be one the current package
-    supports, or training stops with a TrainingError."""
+    supports, or training stops with a TrainingError. A plan may also have a `turn_tier` attribute: the tier
+    whose `max_turns` every episode gets when that is higher than the episode's own (a curriculum's current
+    tier, so that replays of earlier tiers get its turns)."""
 
     def next_tier(self, rng: random.Random) -> int: ...
 
