@@ -109,8 +109,8 @@ class EnvironmentRollout:
                 raise TrainingError(f"the tier plan chose ECI {tier}, which {self.package} does not support "
                                     f"(tiers {self.tiers})")
             # A curriculum's turn budget follows its current tier: a replayed earlier tier gets as many turns
-            # (its own step budget still ends it). The policy cannot tell which tier it plays, so fewer turns on
-            # replays would punish what the current tier teaches (ECI 1-2 replays fell from 0.98-1.00 to 0.03).
+            # (its own step budget still ends it). The policy cannot tell which tier it plays, so one budget for
+            # every episode of a step is the one consistent choice.
             turns = self.config.turns_at(max(tier, getattr(self.tier_plan, "turn_tier", None) or tier),
                                          self.budget.get(tier))
             indices.append(index)
