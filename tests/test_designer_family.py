@@ -581,17 +581,25 @@ def test_a_line_repeated_when_topping_up_is_asked_for_again_at_a_higher_temperat
     assert len(set(yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"])) == 3
 
 
+class OneTextReply(ScriptedModel):
+    """Answers the one-text request that contains `marker` with `text` (a rewrite asked for alone)."""
+
+    def __init__(self, world: dict, marker: str, text: str):
+        super().__init__(world)
+        self.marker, self.text = marker, text
+
+    def answer(self, text, title):
+        if title == "OneText" and self.marker in text:
+            return {"text": self.text}
+        return super().answer(text, title)
+
+
 def test_a_header_text_copied_from_the_worked_example_is_asked_for_alone_out_of_its_sight(llm, world):
     copied = get_family("diagnosis").load_example("incident_triage").alert  # the worked example's own alert
     world["alert"] = copied  # what the model writes whenever the header is asked for in the conversation
 
-    class Aside(ScriptedModel):
-        def answer(self, text, title):
-            if title == "OneText" and "`alert` has a problem" in text:
-                return {"text": "[P1] {component}: {rate}% of pods restarting, p99 {latency}ms"}
-            return super().answer(text, title)
-
-    model = Aside(world)
+    model = OneTextReply(world, "`alert` has a problem",
+                         "[P1] {component}: {rate}% of pods restarting, p99 {latency}ms")
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems
@@ -605,13 +613,8 @@ def test_one_bad_line_of_a_list_of_lines_is_asked_for_alone_and_the_others_kept(
     lines = list(world["symptom_lines"])
     world["symptom_lines"] = [lines[0], "WARN {component} retrying the call (attempt 3 of 3)", lines[2]]
 
-    class OneLine(ScriptedModel):
-        def answer(self, text, title):
-            if title == "OneText" and "Line 2 of `symptom_lines` has a problem" in text:
-                return {"text": "WARN {component} retrying {dependency} (attempt 3 of 3)"}
-            return super().answer(text, title)
-
-    model = OneLine(world)
+    model = OneTextReply(world, "Line 2 of `symptom_lines` has a problem",
+                         "WARN {component} retrying {dependency} (attempt 3 of 3)")
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems

@@ -164,8 +164,8 @@ def pick_example(task: str, family: Family) -> tuple[Domain, dict[str, Any]]:
     words (ties by name), so that it is visibly another world and never the task's own (a Kubernetes task never
     gets the Kubernetes example to copy). Not the world most like the task's: a 1.5B model given a wind park for
     a farm's pumps copied it into the pumps (3.2 MW pumps "connected to the pitch system"; docs/designer.md)."""
-    files = family.examples()
-    shared = {n: len(_words(task) & _words(path.read_text(encoding="utf-8"))) for n, path in files.items()}
+    files, task_words = family.examples(), _words(task)
+    shared = {n: len(task_words & _words(path.read_text(encoding="utf-8"))) for n, path in files.items()}
     chosen = min(sorted(files), key=lambda n: shared[n])
     return family.load_example(chosen), {"example": chosen, "shared_words": shared}
 
@@ -298,11 +298,14 @@ class FamilyDomainDesigner(PieceRepairs):
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
         self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
 
-    def _world_so_far(self) -> str:
+    def _world_so_far(self, without: str | None = None) -> str:
         """The domain's header fields as written (who the agent is, what the system and its parts are called):
-        what a piece written outside the conversation needs to know of this world."""
+        what a piece written outside the conversation needs to know of this world; `without` leaves one out (the
+        text being rewritten, so that it is not copied back)."""
         header = next((p for p in self._pieces if p.field is None and p.value is not None), None)
-        return f"This world's domain so far: {header.value.model_dump_json()}\n\n" if header else ""
+        if header is None:
+            return ""
+        return f"This world's domain so far: {header.value.model_dump_json(exclude={without} if without else None)}\n\n"
 
     def _attempt_usage(self) -> Usage:
         used = self._session.usage.since(self._usage_mark)

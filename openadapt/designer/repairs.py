@@ -31,6 +31,7 @@ class PieceRepairs:
     _attempt: int
     progress: Callable[[str, int, str], None]
     _check: Callable[[], list[DomainProblem]]
+    _world_so_far: Callable[..., str]
 
     def _rename_if_key(self, problem: DomainProblem) -> bool:
         """A problem with an item's key (copied, a schema word...) is fixed by renaming that one key: a new name
@@ -164,10 +165,9 @@ class PieceRepairs:
         name, line = match.group(1), None if match.group(2) is None else int(match.group(2))
         if line is None:
             piece = next((p for p in self._pieces if p.field is None and p.value is not None
-                          and name in type(p.value).model_fields), None)
+                          and name in p.model.model_fields), None)
             current = getattr(piece.value, name, None) if piece is not None else None
-            guide = type(piece.value).model_fields[name].description if piece is not None else ""
-            header = {k: v for k, v in piece.value.model_dump(mode="json").items() if k != name} if piece else {}
+            guide = piece.model.model_fields[name].description if piece is not None else ""
             what, others = f"`{name}`", []
         else:
             piece = next((p for p in self._pieces if p.field == name and p.index is None and not p.keys
@@ -177,8 +177,6 @@ class PieceRepairs:
                 return False
             current, others = items[line], [i for j, i in enumerate(items) if j != line]
             guide = self._family.domain.model_fields[name].description or ""
-            header = next((p.value.model_dump(mode="json") for p in self._pieces
-                           if p.field is None and p.value is not None), {})
             what = f"Line {line + 1} of `{name}`"
         if not isinstance(current, str):
             return False
@@ -188,7 +186,7 @@ class PieceRepairs:
         one = create_model("OneText", text=(str, ...))
         try:
             text = self._session.ask_aside(
-                f"This world's domain so far: {json.dumps(header, ensure_ascii=False)}\n\n{what} has a problem: "
+                f"{self._world_so_far(without=name if line is None else None)}{what} has a problem: "
                 f"{problem.message}.{was} Write it again for this world as JSON {{\"text\": ...}}{differ}. What it "
                 f"must be: {guide}", one, max_tokens=160).text.strip()
             if text == current or text in others:
@@ -217,11 +215,11 @@ class PieceRepairs:
         wanted = domain.REFERENCES[f"{list_name}.{found}"].min_chain
         key = domain.KEYS[list_name]
         names = [getattr(p.value, key) for p in items]
-        for attempt in range(wanted):
+        for links in range(wanted):
             needs = {n: list(getattr(p.value, found)) for n, p in zip(names, items, strict=True)}
             ends = chain_ends(names, needs)
             if max(ends.values()) >= wanted:
-                return attempt > 0  # deep enough from the start: the problem is another one
+                return links > 0  # deep enough from the start: the problem is another one
             open_ends = [n for n in sorted(names, key=lambda n: (-ends[n], names.index(n)))
                          if any(c not in needs[n] for c in names[names.index(n) + 1:])]
             if not open_ends:
