@@ -142,7 +142,10 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     planned = [p for p in plan_pieces(family.domain, family.load_example("incident_triage"))
                if p.field == "faults" and not p.keys]
     assert len(pieces) == len(planned) >= 5
-    assert len(pieces[-1]["messages"]) > len(pieces[0]["messages"])
+    # the items of one list are written from the same point of the conversation; later pieces see them all
+    assert len({len(p["messages"]) for p in pieces}) == 1
+    victims = [r for r in llm.requests if r["messages"][-1]["content"].startswith("Write `victim_metrics` item 1")]
+    assert len(victims[0]["messages"]) > len(pieces[0]["messages"]) + 2 * len(pieces)
     assert KEY not in "".join(p.read_text() for p in result.path.rglob("*") if p.is_file())
 
 
@@ -343,6 +346,21 @@ def test_lines_of_prose_are_written_out_of_sight_of_the_worked_example_and_later
     assert any(m["role"] == "user" and "Write `background_lines`" in m["content"] for m in later)
     components = next(m for k, m in asks.items() if k.startswith("Write `components` item 1 of 6"))
     assert "worked example" in components[1]["content"]  # records are written with the example in sight
+
+
+def test_the_items_of_a_keyed_list_are_written_out_of_sight_of_one_another(llm, world):
+    model = ScriptedModel(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    assert designer.design().usable
+    faults = [r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `faults` item")]
+    first_evidence = world["faults"][0]["evidence"][0]
+    assert len(faults) == 5 and faults[1][:-1] == faults[0][:-1]  # the same conversation, another instruction
+    assert not any(first_evidence in m["content"] for m in faults[4])  # the first fault is not in sight
+    assert any("Write `components` item 6" in m["content"] for m in faults[0])  # another list's items are
+    later = next(r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `tools`"))
+    assert sum(first_evidence in m["content"] for m in later) == 1  # the next piece sees every fault
+    assert designer._siblings(designer._pieces[0]) == frozenset()  # the header is no list item
 
 
 def test_a_topped_up_list_with_what_the_domain_needs_is_kept_though_the_piece_asked_for_more(llm, world):

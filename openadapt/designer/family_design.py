@@ -13,7 +13,8 @@ Small models do well on small, well-described pieces with a worked example, and 
    first, then the keys of every keyed list (`Domain.KEYS`: the component names, the fault ids...), then each
    list one item at a time, each piece constrained by its own JSON schema, its key fixed and its references
    (`Domain.REFERENCES`) limited to keys that exist, with one of the family's example domains (another world) as
-   the worked example.
+   the worked example. The items of a keyed list are each written from the same point of the conversation, out
+   of sight of one another (a small model copies the item before into the next); later pieces see them all.
 4. **Checks and piece repair**: the family's schema and semantic checks, plus names or texts copied from the
    worked example, name the field paths that are wrong; exactly those pieces are asked for again, with the
    problems, before anything reaches the sandbox validator.
@@ -278,7 +279,7 @@ class FamilyDomainDesigner(PieceRepairs):
                                                       schema=schema)
             else:
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),
-                                                key=piece.path, schema=schema)
+                                                key=piece.path, schema=schema, apart=self._siblings(piece))
             if piece.keys and problems is None:
                 repeated = [k for i, k in enumerate(piece.value.items) if k.lower() in
                             [x.lower() for x in piece.value.items[:i]]]
@@ -297,6 +298,15 @@ class FamilyDomainDesigner(PieceRepairs):
         last = self._session.completions[-1]
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
         self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
+
+    def _siblings(self, piece: Piece) -> frozenset[str]:
+        """The other items of a keyed list (`faults[1]` beside `faults[0]`...): each item is written out of their
+        sight, from its own key. In sight of the items before it, a 1.5B model wrote the first fault's five log
+        lines and constraint note into every later fault, and wrote them back when repaired."""
+        if piece.index is None or not any(p.keys and p.field == piece.field for p in self._pieces):
+            return frozenset()
+        return frozenset(p.path for p in self._pieces if p.field == piece.field and p.index is not None
+                         and p is not piece)
 
     def _world_so_far(self, without: str | None = None) -> str:
         """The domain's header fields as written (who the agent is, what the system and its parts are called):

@@ -30,17 +30,24 @@ class Session:
 
     @property
     def messages(self) -> list[dict[str, str]]:
+        return self._messages()
+
+    def _messages(self, apart: frozenset[str] = frozenset()) -> list[dict[str, str]]:
         out = list(self.prefix)
-        for _, ask, answer in self.turns:
-            out += [{"role": "user", "content": ask}, {"role": "assistant", "content": answer}]
+        for key, ask, answer in self.turns:
+            if key not in apart:
+                out += [{"role": "user", "content": ask}, {"role": "assistant", "content": answer}]
         return out
 
     def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
-            schema: dict[str, Any] | None = None) -> BaseModel:
-        """One constrained request; with `key`, the answer is kept as that piece's latest turn."""
+            schema: dict[str, Any] | None = None, apart: frozenset[str] = frozenset()) -> BaseModel:
+        """One constrained request; with `key`, the answer is kept as that piece's latest turn. The turns of the
+        pieces in `apart` are left out of this request (not of later ones): the items of one list are each
+        written from the same point of the conversation, out of sight of each other, and the model's cache still
+        serves everything up to that point."""
         self.deadline.check()
         self._compact_if_needed(len(instruction) + max_tokens * 4)
-        messages = [*self.messages, {"role": "user", "content": instruction}]
+        messages = [*self._messages(apart), {"role": "user", "content": instruction}]
         schema = schema or _schema(model)
         completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens)
         self._record(completion, key)
