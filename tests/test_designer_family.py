@@ -62,6 +62,10 @@ class ScriptedModel:
             return {"items": names}
         if "Write one more line for the domain" in text:
             return {"line": f"ERROR {{component}}: call to {{dependency}} timed out (scripted {len(self.asked)})"}
+        if (match := re.search(r"Name one more of the `(\w+)` of this world", text)):
+            field, taken = match.group(1), set(re.findall(r'"([^"]+)"', text.split("every one of ")[1].split("]")[0]))
+            key = "name" if field == "components" else "id"
+            return {"name": next(i[key] for i in self.world[field] if i[key] not in taken)}
         if " repeats another item's" in text:
             return {"text": f"scripted note number {len(self.asked)}, in its own words"}
         if text.startswith("The name "):
@@ -483,6 +487,8 @@ def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world)
         def answer(self, text, title):
             if text.startswith(("First name the `faults`", "Your `domain.faults.keys` has problems")):
                 return {"items": ["pump_fails"] * self.schema["properties"]["items"]["maxItems"]}
+            if "Name one more of the `faults`" in text:
+                return {"name": "pump_fails"}
             if text.startswith("The name 'pump_fails'"):
                 return {"name": f"renamed_{len(self.asked)}"}
             value = super().answer(text, title)
@@ -497,6 +503,32 @@ def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world)
     assert candidate.usable, candidate.problems
     ids = [f["id"] for f in yaml.safe_load(candidate.files["domain.yaml"])["faults"]]
     assert ids[0] == "pump_fails" and len(set(ids)) == len(ids) and all(i.startswith("renamed_") for i in ids[1:])
+
+
+def test_keys_with_repeats_are_completed_one_at_a_time_refusing_numbered_copies(llm, world):
+    class FewFaultNames(ScriptedModel):  # names the faults 'pump_fails' and one other, then a numbered copy
+        def answer(self, text, title):
+            if text.startswith("First name the `faults`"):
+                count = self.schema["properties"]["items"]["maxItems"]
+                return {"items": ["pump_fails", world["faults"][0]["id"]] + ["pump_fails"] * (count - 2)}
+            if "Name one more of the `faults`" in text and not self.counts.get("copies"):
+                self.counts["copies"] = 1
+                return {"name": "pump_fails_2"}
+            return super().answer(text, title)
+
+    model = FewFaultNames(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    ids = next(p for p in designer._pieces if p.keys and p.field == "faults").value.items
+    assert ids[:2] == ["pump_fails", world["faults"][0]["id"]] and len(set(ids)) == len(ids) == 5
+    assert "pump_fails_2" not in ids  # a numbered copy of the repeated key is no new fault
+    asks = [r for r in llm.requests if "Name one more of the `faults`" in r["messages"][-1]["content"]]
+    assert len(asks) == 4 and "'pump_fails_2' is taken." in asks[1]["messages"][-1]["content"]
+    assert all(r["temperature"] == 0.9 for r in asks)  # the model repeated itself: sampled hotter
+    assert "worked example" not in asks[0]["messages"][-1]["content"]  # asked aside, with the world so far
+    assert not any(a.startswith("Your `domain.faults.keys` has problems") for a in model.asked)
 
 
 def test_a_reply_cut_off_at_the_token_limit_is_asked_again_with_room_and_its_tail_is_kept(llm, world):

@@ -283,7 +283,7 @@ class FamilyDomainDesigner(PieceRepairs):
             if piece.keys and problems is None:
                 repeated = [k for i, k in enumerate(piece.value.items) if k.lower() in
                             [x.lower() for x in piece.value.items[:i]]]
-                if repeated:
+                if repeated and not self._distinct_keys(piece):
                     self._write(piece, problems=[f"{', '.join(repeated)} repeated: every one must differ"])
         except OutOfTime:
             if piece.value is None:

@@ -13,7 +13,15 @@ from collections.abc import Callable
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.pieces import Piece, field_guide, is_model, max_tokens_for, replace_value, resized
+from openadapt.designer.pieces import (
+    Piece,
+    field_guide,
+    is_model,
+    list_item_model,
+    max_tokens_for,
+    replace_value,
+    resized,
+)
 from openadapt.designer.session import Session
 from openadapt.families.base import Family
 from openadapt.families.domain import Domain, DomainProblem
@@ -52,12 +60,12 @@ class PieceRepairs:
                                     single, max_tokens=60).name
         except (ReplyError, ValidationError):
             return False
-        if new.lower() in {k.lower() for k in keys_piece.value.items}:
-            return False
         keys = keys_piece.value.items
         # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
         # a key of its own is renamed everywhere it is used (the item and every reference to it).
         shared = keys.count(old) > 1
+        if new.lower() in {k.lower() for k in keys} or (shared and _base(new) == _base(old)):
+            return False  # taken, or a numbered copy of the shared key ('pump_fails_2'): no new thing
         keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k
                                                    for i, k in enumerate(keys)])
         item = [p for p in self._pieces if p.field == list_name and p.index == index]
@@ -69,6 +77,45 @@ class PieceRepairs:
                 except ValidationError:  # the new name breaks this piece's own bounds: it is written again
                     piece.value = None
         self.progress("renamed", self._attempt, f"{list_name} {old!r} -> {new!r}")
+        return True
+
+    def _distinct_keys(self, piece: Piece) -> bool:
+        """A list of keys with repeats (a small model names five faults 'pump_fails') keeps its distinct keys and is
+        completed one new key at a time, each different from those it has and no numbered copy of a repeated
+        one: asked for the whole list again, the model sent the same repeats back, and asked to rename one, it
+        answered 'pump_fails_2'. Later keys are sampled hotter once the model has repeated itself."""
+        keys = list(piece.value.items)
+        kept: list[str] = []
+        for key in keys:
+            if key.lower() not in {k.lower() for k in kept}:
+                kept.append(key)
+        repeated_bases = {_base(k) for k in keys if [x.lower() for x in keys].count(k.lower()) > 1}
+        key_type = piece.model.model_fields["items"].annotation.__args__[0]
+        one = create_model("OneKey", name=(key_type, ...))
+        key_name = self._family.domain.KEYS[piece.field]
+        item = list_item_model(self._family.domain.model_fields[piece.field].annotation)
+        guide = item.model_fields[key_name].description or ""
+        said, hot = "", True  # the model has repeated itself already: hotter from the first request
+        for _ in range(2 * len(keys)):
+            if len(kept) >= len(keys):
+                break
+            try:
+                new = self._session.ask_aside(
+                    f"{self._world_so_far()}{said}Name one more of the `{piece.field}` of this world: its "
+                    f"`{key_name}` as JSON {{\"name\": ...}}, another one than every one of {json.dumps(kept)}, "
+                    f"not a numbered copy of one. Each `{key_name}`: {guide}", one, max_tokens=60,
+                    temperature=REPEAT_TEMPERATURE if hot else None).name
+            except (ReplyError, ValidationError):
+                return False
+            if new.lower() in {k.lower() for k in kept} or _base(new) in repeated_bases:
+                said = f"{new!r} is taken. "
+            else:
+                kept.append(new)
+                said = ""
+        if len(kept) < len(keys):
+            return False
+        piece.value = piece.model(items=kept)
+        self.progress("named", self._attempt, f"{piece.path}: {', '.join(kept)}")
         return True
 
     def _top_up(self, problem: DomainProblem) -> bool:
@@ -281,6 +328,11 @@ def chain_ends(names: list[str], needs: dict[str, list[str]]) -> dict[str, int]:
         length[name] = 1 + max((length[a] for a in names[:names.index(name)] if name in needs.get(a, [])),
                                default=0)
     return length
+
+
+def _base(key: str) -> str:
+    """A key without a trailing number: 'pump_fails_2' and 'pump-fails' are 'pump_fails'."""
+    return re.sub(r"[-_. ]?\d+$", "", key.lower()).replace("-", "_")
 
 
 def _identity(piece: Piece) -> str:
