@@ -432,6 +432,33 @@ def test_a_log_line_repeated_across_items_is_reworded_line_by_line(llm, world):
     assert sum(same in lines for lines in evidence) == 1 and evidence[0][1] == same
 
 
+def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_sight(llm, world):
+    from openadapt.designer.family_design import pick_example
+
+    example = pick_example(TASK, get_family("diagnosis"))[0]
+    copied = example.faults[0].evidence[0]
+    broken = {"domain.faults[1]": {**world["faults"][1], "evidence": [copied, *world["faults"][1]["evidence"][1:]]}}
+
+    class Copier(ScriptedModel):
+        def answer(self, text, title):
+            if "Line 1 of `evidence` of `domain.faults[1]` is copied from the worked example" in text:
+                return {"text": "ERROR {component} scripted line of its own"}
+            return super().answer(text, title)
+
+    model = Copier(world, break_once=broken)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    reword = next(r["messages"] for r in llm.requests if "is copied from the worked example of another world"
+                  in r["messages"][-1]["content"])
+    assert len(reword) == 2 and "worked example of a domain" not in reword[1]["content"]  # aside
+    assert '"system_noun"' in reword[1]["content"]  # with the world so far
+    assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten whole
+    evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"]
+    assert evidence[0] == "ERROR {component} scripted line of its own" and copied not in evidence
+
+
 def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(llm, world):
     fault = world["faults"][0]
     usual = {**fault, "constraint": {"note": f"runbook note: do {fault['fix']} as usual ({fault['fix']})",

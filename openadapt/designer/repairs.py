@@ -163,9 +163,11 @@ class PieceRepairs:
     def _reword(self, problem: DomainProblem) -> bool:
         """A text an item repeats from its siblings (a small model copies the note or the log line it wrote
         before, and copies it again when the whole item is asked for) is asked for on its own, different from
-        all the others: a field (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`)."""
+        all the others: a field (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`). A text
+        copied from the worked example is asked for the same way, aside, out of the example's sight."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
-        if not match or "the same text appears" not in problem.message:
+        copied = "copied from the worked example" in problem.message
+        if not match or not (copied or "the same text appears" in problem.message):
             return False
         piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))), None)
         name, line = match.group(3), None if match.group(4) is None else int(match.group(4))
@@ -181,13 +183,17 @@ class PieceRepairs:
                 siblings += value if isinstance(value, list) else [value]
         one = create_model("OneText", text=(str, ...))
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
+        wrong = "is copied from the worked example of another world" if copied else "repeats another item's"
+        instruction = (f"{what[0].upper()}{what[1:]} of `{piece.path}` {wrong}. Write a new one for this item "
+                       f"({_identity(piece)}) as JSON {{\"text\": ...}}, in its own words, different from every one "
+                       f"of: {json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
+                       f"{piece.model.model_fields[name].description or ''}")
         try:
-            text = self._session.ask(f"{what[0].upper()}{what[1:]} of `{piece.path}` repeats another item's. Write a "
-                                     f"new one for this item ({_identity(piece)}) as JSON {{\"text\": ...}}, in its "
-                                     f"own words, different from every one of: "
-                                     f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
-                                     f"{piece.model.model_fields[name].description or ''}", one,
-                                     max_tokens=160).text.strip()
+            if copied:
+                text = self._session.ask_aside(f"{self._world_so_far()}{instruction}", one, max_tokens=160)
+            else:
+                text = self._session.ask(instruction, one, max_tokens=160)
+            text = text.text.strip()
             if text in siblings:  # a copy again: the item is rewritten whole instead
                 return False
             data = piece.value.model_dump()
