@@ -16,7 +16,8 @@ from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.pieces import drop_repeated_prose, plan_pieces
-from openadapt.families import get_family
+from openadapt.envpkg.loader import seed_names
+from openadapt.families import all_families, get_family
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
 KEY = "sk-test-FAMILY-8e21"
@@ -184,18 +185,18 @@ def test_a_text_written_four_times_is_reworded_in_one_round_keeping_the_first(ll
 
 def test_a_name_copied_from_the_worked_example_is_renamed_everywhere(llm, world):
     names = [c["name"] for c in world["components"][:6]]
-    copied = [n if n != "payments-postgres" else "api-gateway" for n in names]  # the worked example's name
-    world["components"] = [{**c, "name": "api-gateway"} if c["name"] == "payments-postgres" else
-                           {**c, "depends_on": ["api-gateway" if d == "payments-postgres" else d
+    copied = [n if n != "payments-postgres" else "wt-01" for n in names]  # the worked example's (wind park) name
+    world["components"] = [{**c, "name": "wt-01"} if c["name"] == "payments-postgres" else
+                           {**c, "depends_on": ["wt-01" if d == "payments-postgres" else d
                                                 for d in c["depends_on"]]} for c in world["components"]]
     model = ScriptedModel(world, break_once={"domain.components.keys": copied})
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
-    assert any("copied from the worked example" in a and a.startswith("The name 'api-gateway'") for a in model.asked)
+    assert any("copied from the worked example" in a and a.startswith("The name 'wt-01'") for a in model.asked)
     assert candidate.usable, candidate.problems
     domain = candidate.files["domain.yaml"]
-    assert "api-gateway" not in domain and domain.count("renamed-") >= 2  # the item and who depends on it
+    assert "wt-01" not in domain and domain.count("renamed-") >= 2  # the item and who depends on it
     assert ENTITY_NAME.match("domain.components[0].name") and not ENTITY_NAME.match("domain.faults[0].metrics[0].name")
 
 
@@ -250,7 +251,7 @@ class PriorBiased:
         return Completion(text=text, finish_reason="stop")
 
 
-def test_the_worked_example_is_the_one_sharing_fewest_words_with_the_task_never_the_tasks_own_world():
+def test_the_worked_example_is_the_one_sharing_fewest_words_with_the_task_never_the_tasks_own_world_nor_a_seed():
     from openadapt.designer.family_design import pick_example
 
     family = get_family("diagnosis")
@@ -258,8 +259,11 @@ def test_the_worked_example_is_the_one_sharing_fewest_words_with_the_task_never_
     assert note["example"] != "kubernetes_cluster" and example.title != "Kubernetes e-commerce cluster"
     assert note["shared_words"]["kubernetes_cluster"] > note["shared_words"][note["example"]]
     _, note = pick_example("Train an agent to diagnose failing irrigation pumps on a farm", family)
-    assert note == {"example": "incident_triage",  # a tie: the first by name
+    assert note == {"example": "kubernetes_cluster",  # a tie: the first by name that is not the seed
                     "shared_words": {"incident_triage": 3, "kubernetes_cluster": 3, "wind_park": 3}}
+    for family in all_families():  # every family has worked examples of its own: no seed is ever shown
+        _, note = pick_example("Train an agent to diagnose failing irrigation pumps on a farm", family)
+        assert note["example"] not in seed_names(), family.name
 
 
 def test_local_choice_is_calibrated_against_a_content_free_task():
@@ -672,7 +676,7 @@ class OneTextReply(ScriptedModel):
 
 
 def test_a_header_text_copied_from_the_worked_example_is_asked_for_alone_out_of_its_sight(llm, world):
-    copied = get_family("diagnosis").load_example("incident_triage").alert  # the worked example's own alert
+    copied = get_family("diagnosis").load_example("wind_park").alert  # the worked example's own alert
     world["alert"] = copied  # what the model writes whenever the header is asked for in the conversation
 
     model = OneTextReply(world, "`alert` has a problem",

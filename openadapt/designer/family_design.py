@@ -161,13 +161,17 @@ def _words(text: str) -> set[str]:
 
 
 def pick_example(task: str, family: Family) -> tuple[Domain, dict[str, Any]]:
-    """The worked example, and how it was picked: the family's example that shares the fewest of the task's
-    words (ties by name), so that it is visibly another world and never the task's own (a Kubernetes task never
-    gets the Kubernetes example to copy). Not the world most like the task's: a 1.5B model given a wind park for
-    a farm's pumps copied it into the pumps (3.2 MW pumps "connected to the pitch system"; docs/designer.md)."""
+    """The worked example, and how it was picked: of the family's own examples (a seed package's domain only
+    where the family has none), the one that shares the fewest of the task's words (ties by name), so that it is
+    visibly another world and never the task's own (a Kubernetes task never gets the Kubernetes example to copy).
+    Not a seed: a generated package must not carry a seed's entities, and a 1.5B model shown incident_triage
+    wrote its alert back almost word for word and gave six pumps its templated note ("owned by team-pump; pager
+    rotation on call."). Not the world most like the task's: given a wind park for a farm's pumps it copied the
+    wind park into the pumps (3.2 MW pumps "connected to the pitch system"; docs/designer.md)."""
     files, task_words = family.examples(), _words(task)
+    own = [n for n, path in files.items() if path.parent == family.root / "examples"] or list(files)
     shared = {n: len(task_words & _words(path.read_text(encoding="utf-8"))) for n, path in files.items()}
-    chosen = min(sorted(files), key=lambda n: shared[n])
+    chosen = min(sorted(own), key=lambda n: shared[n])
     return family.load_example(chosen), {"example": chosen, "shared_words": shared}
 
 
