@@ -463,6 +463,32 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
     assert evidence[0] == "ERROR {component} scripted line of its own" and copied not in evidence
 
 
+@pytest.mark.parametrize("fixed", [True, False])
+def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right(llm, world, fixed):
+    bad = "ERROR the pump stopped"  # no {component}: the family's check names this line
+    broken = {"domain.faults[0]": {**world["faults"][0], "evidence": [bad, *world["faults"][0]["evidence"][1:]]}}
+
+    class OneLine(ScriptedModel):
+        def answer(self, text, title):
+            if text.startswith("Line 1 of `evidence` of `domain.faults[0]` has a problem"):
+                return {"text": "ERROR {component} scripted fixed line" if fixed else "ERROR still no placeholder"}
+            return super().answer(text, title)
+
+    model = OneLine(world, break_once=broken)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [a for a in model.asked if a.startswith("Line 1 of `evidence` of `domain.faults[0]` has a problem")]
+    assert "{component}" in ask and repr(bad) in ask and '"runbook"' in ask  # the problem, the line, the item
+    whole = any(a.startswith("Your `domain.faults[0]` has problems") for a in model.asked)
+    evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["evidence"]
+    if fixed:  # the line alone was rewritten, the item kept
+        assert not whole and evidence[0] == "ERROR {component} scripted fixed line"
+    else:  # a rewording that is still wrong is dropped, and the item is rewritten whole
+        assert whole and evidence == world["faults"][0]["evidence"]
+
+
 def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(llm, world):
     fault = world["faults"][0]
     usual = {**fault, "constraint": {"note": f"runbook note: do {fault['fix']} as usual ({fault['fix']})",

@@ -161,16 +161,25 @@ class PieceRepairs:
         return True
 
     def _reword(self, problem: DomainProblem) -> bool:
-        """A text an item repeats from its siblings (a small model copies the note or the log line it wrote
-        before, and copies it again when the whole item is asked for) is asked for on its own, different from
-        all the others: a field (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`). A text
-        copied from the worked example is asked for the same way, aside, out of the example's sight."""
+        """One text of a list item with a problem is asked for on its own, the rest of the item kept: a field
+        (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`).
+        - repeated from a sibling (a small model copies the note or the log line it wrote before, and copies it
+          again when the whole item is asked for): different from all the others, in the conversation;
+        - copied from the worked example: the same, aside, out of the example's sight;
+        - any other problem (a log line without `{component}`): with the problem and the item as it stands, and
+          kept only if the problem is gone (otherwise the item is rewritten whole).
+        Keys and references are not free text: a rename or the item's rewrite fixes those."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
-        copied = "copied from the worked example" in problem.message
-        if not match or not (copied or "the same text appears" in problem.message):
+        if not match:
             return False
-        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))), None)
-        name, line = match.group(3), None if match.group(4) is None else int(match.group(4))
+        list_name, name = match.group(1), match.group(3)
+        domain = self._family.domain
+        if domain.KEYS.get(list_name) == name or f"{list_name}.{name}" in domain.REFERENCES:
+            return False
+        copied = "copied from the worked example" in problem.message
+        repeated = "the same text appears" in problem.message
+        piece = next((p for p in self._pieces if p.field == list_name and p.index == int(match.group(2))), None)
+        line = None if match.group(4) is None else int(match.group(4))
         current = getattr(piece.value, name, None) if piece is not None and piece.value is not None else None
         if line is not None:
             current = current[line] if isinstance(current, list) and line < len(current) else None
@@ -183,11 +192,18 @@ class PieceRepairs:
                 siblings += value if isinstance(value, list) else [value]
         one = create_model("OneText", text=(str, ...))
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
-        wrong = "is copied from the worked example of another world" if copied else "repeats another item's"
-        instruction = (f"{what[0].upper()}{what[1:]} of `{piece.path}` {wrong}. Write a new one for this item "
-                       f"({_identity(piece)}) as JSON {{\"text\": ...}}, in its own words, different from every one "
-                       f"of: {json.dumps(list(dict.fromkeys(siblings)))}. What it must be: "
-                       f"{piece.model.model_fields[name].description or ''}")
+        what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
+        must = piece.model.model_fields[name].description or ""
+        if copied or repeated:
+            wrong = "is copied from the worked example of another world" if copied else "repeats another item's"
+            instruction = (f"{what} {wrong}. Write a new one for this item ({_identity(piece)}) as JSON "
+                           f"{{\"text\": ...}}, in its own words, different from every one of: "
+                           f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: {must}")
+        else:
+            instruction = (f"{what} has a problem: {problem.message}. It reads: {current!r}. The item as it stands: "
+                           f"{piece.value.model_dump_json()}\nWrite it again as JSON {{\"text\": ...}}, fixing the "
+                           f"problem. What it must be: {must}")
+        before = piece.value
         try:
             if copied:
                 text = self._session.ask_aside(f"{self._world_so_far()}{instruction}", one, max_tokens=160)
@@ -203,6 +219,9 @@ class PieceRepairs:
                 data[name] = [text if i == line else v for i, v in enumerate(data[name])]
             piece.value = piece.model.model_validate(data)
         except (ReplyError, ValidationError):
+            return False
+        if not (copied or repeated) and any(p.path == problem.path for p in self._check()):
+            piece.value = before  # still wrong: the item is rewritten whole, with all its problems
             return False
         self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
         return True
