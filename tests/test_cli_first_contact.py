@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_designer_family import FIRST, ScriptedModel
+from test_designer_family import ScriptedModel
 from typer.testing import CliRunner
 
 from openadapt.cli import app
@@ -21,6 +21,7 @@ from openadapt.designer.naming import package_name
 from openadapt.families import get_family
 
 REPO = Path(__file__).resolve().parents[1]
+WIND_FIRST = ["wt-01", "pitch-01", "converter-01", "feeder-a", "scada-server", "fibre-ring"]  # a chain 4 deep
 runner = CliRunner()
 
 
@@ -53,9 +54,12 @@ def test_the_main_command_names_a_package_no_committed_example_takes(clone):
 
 def test_the_main_command_publishes_on_a_fresh_clone_and_changes_no_tracked_file(clone, llm, monkeypatch):
     task = readme_main_task(clone / "README.md")
-    world = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
-    world["components"].sort(key=lambda c: FIRST.index(c["name"]) if c["name"] in FIRST else len(FIRST))
-    llm.responder = ScriptedModel(world)  # any first components it is asked for make a valid world
+    # The scripted model writes the wind park (the pumps task's worked example is another world, so nothing it
+    # writes is a copy), ordered so that any first components and faults it is asked for make a valid world.
+    world = get_family("diagnosis").load_example("wind_park").model_dump(mode="json")
+    world["components"].sort(key=lambda c: WIND_FIRST.index(c["name"]) if c["name"] in WIND_FIRST else 99)
+    world["faults"].sort(key=lambda f: f["applies_to"] == ["transformer"])  # no transformer among the first
+    llm.responder = ScriptedModel(world)
     monkeypatch.chdir(clone)
     monkeypatch.setenv("OPENADAPT_API_KEY", "sk-test-first-contact")
     result = runner.invoke(app, ["generate", task, "--base-url", llm.base_url, "--model", "designer-1",
