@@ -1,7 +1,7 @@
 """What an hour of GRPO with LoRA does to a real pretrained model on CPU: the Qwen2.5-Coder-0.5B-Instruct
 preset on seed:incident_triage at ECI 1, trained for --minutes of wall time (model load and conversion excluded),
 then the adapter merged into the base model and written as a GGUF file (`--merged-gguf`) so that
-`benchmarks/pretrained_baseline.py --gguf FILE` evaluates it on the same held-out seeds and with the same
+`benchmarks/pretrained_baseline.py --model FILE` evaluates it on the same held-out seeds and with the same
 procedure as the zero-shot baseline. Prints every step (reward, sampled solve rate, share of turns that parsed)
 and the machine load.
 
