@@ -465,13 +465,13 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
 
 @pytest.mark.parametrize("fixed", [True, False])
 def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right(llm, world, fixed):
-    bad = "ERROR the pump stopped"  # no {component}: the family's check names this line
+    bad = "ERROR {component} stalled at {rpm} rpm"  # a placeholder the engine does not fill: the check names it
     broken = {"domain.faults[0]": {**world["faults"][0], "evidence": [bad, *world["faults"][0]["evidence"][1:]]}}
 
     class OneLine(ScriptedModel):
         def answer(self, text, title):
             if text.startswith("Line 1 of `evidence` of `domain.faults[0]` has a problem"):
-                return {"text": "ERROR {component} scripted fixed line" if fixed else "ERROR still no placeholder"}
+                return {"text": "ERROR {component} scripted fixed line" if fixed else "ERROR {component} at {rpm}"}
             return super().answer(text, title)
 
     model = OneLine(world, break_once=broken)
@@ -480,7 +480,7 @@ def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right
     candidate = designer.design()
     assert candidate.usable, candidate.problems
     (ask,) = [a for a in model.asked if a.startswith("Line 1 of `evidence` of `domain.faults[0]` has a problem")]
-    assert "{component}" in ask and repr(bad) in ask and '"runbook"' in ask  # the problem, the line, the item
+    assert "rpm" in ask.split("It reads:")[0] and repr(bad) in ask and '"runbook"' in ask  # problem, line, item
     whole = any(a.startswith("Your `domain.faults[0]` has problems") for a in model.asked)
     evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["evidence"]
     if fixed:  # the line alone was rewritten, the item kept

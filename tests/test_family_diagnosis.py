@@ -213,8 +213,10 @@ def test_a_draft_log_line_without_its_component_gets_one_after_its_level():
 
     draft = {"symptom_lines": ["... {dependency} timed out ...", "WARN retries to {dependency} exhausted",
                                "ERROR {component} lost {dependency}"],
-             "background_lines": ["pump cycle finished in {n} s"], "noise_lines": []}
+             "background_lines": ["pump cycle finished in {n} s"], "noise_lines": [],
+             "faults": [{"id": "dry_run", "evidence": ["WARN suction pressure below {n} kPa", "{component} ok"]}]}
     tidy = DiagnosisDomain.tidy(draft)
+    assert tidy["faults"][0]["evidence"] == ["WARN {component} suction pressure below {n} kPa", "{component} ok"]
     assert tidy["symptom_lines"] == ["ERROR {component} {dependency} timed out",
                                      "WARN {component} retries to {dependency} exhausted",
                                      "ERROR {component} lost {dependency}"]

@@ -149,9 +149,13 @@ class DiagnosisDomain(Domain):
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
         words; a constraint note that does not name its fix gets it in parentheses; a log line without the
-        component it is printed by (a symptom, a background or a noise line) gets '{component}' after its level."""
+        component it is printed by (a fault's evidence, a symptom, a background or a noise line) gets
+        '{component}' after its level (the 1.5B left it out of fault evidence through every repair round)."""
         data = dict(data)
         faults = [dict(f) for f in data.get("faults", []) if isinstance(f, dict)]
+        for fault in faults:
+            if isinstance(fault.get("evidence"), list):
+                fault["evidence"] = [_with_component(line, "ERROR") for line in fault["evidence"]]
         if faults:
             texts = [" ".join(str(e) for e in f.get("evidence", [])) for f in faults]
             for i, fault in enumerate(faults):
