@@ -83,7 +83,7 @@ class PieceRepairs:
         """A list of keys with repeats (a small model names five faults 'pump_fails') keeps its distinct keys and is
         completed one new key at a time, each different from those it has and no numbered copy of a repeated
         one: asked for the whole list again, the model sent the same repeats back, and asked to rename one, it
-        answered 'pump_fails_2'. Later keys are sampled hotter once the model has repeated itself."""
+        answered 'pump_fails_2'. Each is sampled hotter (REPEAT_TEMPERATURE): the model has repeated itself."""
         keys = list(piece.value.items)
         kept: list[str] = []
         for key in keys:
@@ -95,7 +95,7 @@ class PieceRepairs:
         key_name = self._family.domain.KEYS[piece.field]
         item = list_item_model(self._family.domain.model_fields[piece.field].annotation)
         guide = item.model_fields[key_name].description or ""
-        said, hot = "", True  # the model has repeated itself already: hotter from the first request
+        said = ""
         for _ in range(2 * len(keys)):
             if len(kept) >= len(keys):
                 break
@@ -104,7 +104,7 @@ class PieceRepairs:
                     f"{self._world_so_far()}{said}Name one more of the `{piece.field}` of this world: its "
                     f"`{key_name}` as JSON {{\"name\": ...}}, another one than every one of {json.dumps(kept)}, "
                     f"not a numbered copy of one. Each `{key_name}`: {guide}", one, max_tokens=60,
-                    temperature=REPEAT_TEMPERATURE if hot else None).name
+                    temperature=REPEAT_TEMPERATURE).name
             except (ReplyError, ValidationError):
                 return False
             if new.lower() in {k.lower() for k in kept} or _base(new) in repeated_bases:
