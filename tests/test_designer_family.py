@@ -443,13 +443,8 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
     copied = example.faults[0].evidence[0]
     broken = {"domain.faults[1]": {**world["faults"][1], "evidence": [copied, *world["faults"][1]["evidence"][1:]]}}
 
-    class Copier(ScriptedModel):
-        def answer(self, text, title):
-            if "Line 1 of `evidence` of `domain.faults[1]` is copied from the worked example" in text:
-                return {"text": "ERROR {component} scripted line of its own"}
-            return super().answer(text, title)
-
-    model = Copier(world, break_once=broken)
+    model = OneTextReply(world, "Line 1 of `evidence` of `domain.faults[1]` is copied from the worked example",
+                         "ERROR {component} scripted line of its own", break_once=broken)
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
@@ -468,13 +463,9 @@ def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right
     bad = "ERROR {component} stalled at {rpm} rpm"  # a placeholder the engine does not fill: the check names it
     broken = {"domain.faults[0]": {**world["faults"][0], "evidence": [bad, *world["faults"][0]["evidence"][1:]]}}
 
-    class OneLine(ScriptedModel):
-        def answer(self, text, title):
-            if text.startswith("Line 1 of `evidence` of `domain.faults[0]` has a problem"):
-                return {"text": "ERROR {component} scripted fixed line" if fixed else "ERROR {component} at {rpm}"}
-            return super().answer(text, title)
-
-    model = OneLine(world, break_once=broken)
+    model = OneTextReply(world, "Line 1 of `evidence` of `domain.faults[0]` has a problem",
+                         "ERROR {component} scripted fixed line" if fixed else "ERROR {component} at {rpm}",
+                         break_once=broken)
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
@@ -691,8 +682,8 @@ def test_a_line_repeated_when_topping_up_is_asked_for_again_at_a_higher_temperat
 class OneTextReply(ScriptedModel):
     """Answers the one-text request that contains `marker` with `text` (a rewrite asked for alone)."""
 
-    def __init__(self, world: dict, marker: str, text: str):
-        super().__init__(world)
+    def __init__(self, world: dict, marker: str, text: str, break_once: dict[str, dict] | None = None):
+        super().__init__(world, break_once=break_once)
         self.marker, self.text = marker, text
 
     def answer(self, text, title):
