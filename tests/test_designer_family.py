@@ -23,6 +23,11 @@ TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing
 KEY = "sk-test-FAMILY-8e21"
 
 
+BRIEF = ("1. **Crash loop**: check the pod's events; you see BackOff restarting failed container.\n"
+         "2. **Out of memory**: check the last state; you see OOMKilled, exit code 137.\n"
+         "3. **Bad image tag**: check the events; you see ErrImagePull.")
+
+
 class ScriptedModel:
     """Answers each request from `world` (a domain as a dict) by what the last user message asks for."""
 
@@ -32,6 +37,7 @@ class ScriptedModel:
         self.break_once = dict(break_once or {})  # piece path -> a wrong value sent the first time
         self.asked: list[str] = []
         self.counts: dict[str, int] = {}  # items per list, as the designer asks for them
+        self.brief = BRIEF
 
     def __call__(self, body: dict) -> Scripted:
         text = body["messages"][-1]["content"]
@@ -40,6 +46,8 @@ class ScriptedModel:
             text = text[start + 2:]
         self.asked.append(text)
         self.schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        if "response_format" not in body and "As an expert of this world" in text:  # the brief, free text
+            return Scripted(self.brief)
         return Scripted(json.dumps(self.answer(text, self.schema.get("title", ""))))
 
     def answer(self, text: str, title: str):
@@ -142,7 +150,8 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     domain = (result.path / "domain.yaml").read_text()
     assert "kubectl_logs" in domain and "api-gateway" not in domain
     # every piece was its own constrained request; the conversation grew (the model's cache is reused)
-    pieces = [r for r in llm.requests if r["response_format"]["json_schema"]["schema"].get("title") == "Fault"]
+    pieces = [r for r in llm.requests if r.get("response_format", {}).get("json_schema", {}).get("schema", {})
+              .get("title") == "Fault"]
     family = get_family("diagnosis")
     planned = [p for p in plan_pieces(family.domain, family.load_example("incident_triage"))
                if p.field == "faults" and not p.keys]
@@ -152,6 +161,15 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     victims = [r for r in llm.requests if r["messages"][-1]["content"].startswith("Write `victim_metrics` item 1")]
     assert len(victims[0]["messages"]) > len(pieces[0]["messages"]) + 2 * len(pieces)
     assert KEY not in "".join(p.read_text() for p in result.path.rglob("*") if p.is_file())
+    # the expert's brief: free text asked before any piece, out of the worked example's sight, then in every
+    # piece's context ahead of the example, markdown emphasis off; provenance keeps it
+    (asked,) = [r for r in llm.requests if "As an expert of this world" in r["messages"][-1]["content"]]
+    assert "response_format" not in asked and "Here is a worked example" not in json.dumps(asked["messages"])
+    assert "the six most common root causes" in asked["messages"][-1]["content"]  # the family's own question
+    opening = pieces[0]["messages"][1]["content"]
+    brief = "1. Crash loop: check the pod's events; you see BackOff restarting failed container."
+    assert brief in opening and opening.index(brief) < opening.index("Here is a worked example")
+    assert provenance["attempts"][0]["notes"]["brief"].startswith(brief)
 
 
 def test_a_broken_piece_is_asked_for_again_by_its_field_path(llm, world):

@@ -221,3 +221,34 @@ def test_a_draft_log_line_without_its_component_gets_one_after_its_level():
                                      "WARN {component} retries to {dependency} exhausted",
                                      "ERROR {component} lost {dependency}"]
     assert tidy["background_lines"] == ["INFO {component} pump cycle finished in {n} s"]
+
+
+def test_a_draft_log_line_naming_one_component_literally_gets_the_placeholder_in_its_place():
+    from openadapt.families.diagnosis.domain import DiagnosisDomain
+
+    draft = {"components": [{"name": "pump-1"}, {"name": "pump-12"}, {"name": "well"}],
+             "symptom_lines": ["ERROR pump-1 lost its feed from well"],
+             "background_lines": ["INFO pump-12 cycle finished", "INFO pump-1 and well in sync"], "noise_lines": [],
+             "faults": [{"id": "dry_run", "evidence": ["ERROR pump-1 suction below {n} kPa"]}]}
+    tidy = DiagnosisDomain.tidy(draft)
+    assert tidy["faults"][0]["evidence"] == ["ERROR {component} suction below {n} kPa"]
+    # 'pump-1' is not a part of 'pump-12'; a line naming two components gets the placeholder after its level
+    assert tidy["background_lines"] == ["INFO {component} cycle finished", "INFO {component} pump-1 and well in sync"]
+    # a symptom line's named component may be the dependency: it only gets the placeholder after its level
+    assert tidy["symptom_lines"] == ["ERROR {component} pump-1 lost its feed from well"]
+
+
+def test_a_fault_reading_named_twice_and_json_debris_for_a_log_line_are_problems():
+    from openadapt.families import get_family
+    from openadapt.families.domain import DomainError
+
+    data = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    data["faults"][0]["metrics"][1]["name"] = data["faults"][0]["metrics"][0]["name"]
+    data["noise_lines"][0] = "INFO {component} ]} ``` ``` }"
+    data["noise_lines"][1] = "INFO {component} ,  {"
+    with pytest.raises(DomainError) as caught:
+        get_family("diagnosis").parse_domain(data)
+    problems = {p.path: p.message for p in caught.value.problems}
+    assert "is already used by domain.faults[0].metrics[0]" in problems["domain.faults[0].metrics[1].name"]
+    assert "JSON or markdown syntax" in problems["domain.noise_lines[0]"]
+    assert "JSON or markdown syntax" in problems["domain.noise_lines[1]"]

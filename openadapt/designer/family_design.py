@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.base import Candidate, DesignerInfo
+from openadapt.designer.brief import write_brief
 from openadapt.designer.chat import ChatBackend, ReplyError, Usage
 from openadapt.designer.copying import copied_from_example
 from openadapt.designer.deadline import NO_DEADLINE, Deadline, OutOfTime
@@ -228,7 +229,15 @@ class FamilyDomainDesigner(PieceRepairs):
         self._example, notes["example"] = pick_example(self.task, self._family)
         self._others = [self._family.load_example(n) for n in self._family.examples()
                         if self._family.load_example(n) != self._example]
-        self._session = self._domain_session(choice)
+        self.progress("writing", 1, "the expert's brief")
+        try:
+            brief, asked = write_brief(self.backend, self.task, self._family.brief, self.deadline)
+        except OutOfTime:
+            brief, asked = None, None
+        notes["brief"] = brief
+        self._session = self._domain_session(choice, brief)
+        if asked is not None:
+            self._session.record(asked, "brief", aside=True)
         self._usage_mark = Usage()
         self._pieces = plan_pieces(self._family.domain, self._example)
         self._start_pieces()
@@ -257,10 +266,12 @@ class FamilyDomainDesigner(PieceRepairs):
         return self._candidate({"choice": self.choice.note() if self.choice else None, "redesign": attempt}, started)
 
     # -- internals --
-    def _domain_session(self, choice: FamilyChoice) -> Session:
+    def _domain_session(self, choice: FamilyChoice, brief: str | None) -> Session:
         family, example = self._family, self._example
+        expert = (f"What an expert of this world says about it (write this world from it, never from the "
+                  f"example's):\n{brief}\n\n" if brief else "")
         context = (f"The task:\n> {self.task}\n\nIts world: {choice.mechanic.world}. The agent "
-                   f"{choice.mechanic.agent_does} It succeeds when {choice.mechanic.succeeds_when}\n\n"
+                   f"{choice.mechanic.agent_does} It succeeds when {choice.mechanic.succeeds_when}\n\n{expert}"
                    f"You will write the domain of a `{family.name}` environment ({family.summary}) for this task, "
                    "one piece at a time. Every name and text must belong to the task's world. Here is a worked "
                    f"example of a domain of the same family for ANOTHER world (never copy its names or texts):\n"

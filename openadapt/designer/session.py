@@ -50,7 +50,7 @@ class Session:
         messages = [*self._messages(apart), {"role": "user", "content": instruction}]
         schema = schema or _schema(model)
         completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens)
-        self._record(completion, key)
+        self.record(completion, key)
         try:
             value = completion.parse_as(model)
         except ReplyError:
@@ -59,7 +59,7 @@ class Session:
             # The constrained answer ran out of room: ask once more with twice the room.
             self.deadline.check()
             completion = self.backend.complete(messages, schema=schema, max_tokens=max_tokens * 2)
-            self._record(completion, key)
+            self.record(completion, key)
             value = completion.parse_as(model)
         if key is not None:
             self.turns.append((key, instruction, completion.text.strip()))
@@ -78,7 +78,7 @@ class Session:
         hotter = {} if temperature is None else {"temperature": temperature}
         completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens,
                                            **hotter)
-        self._record(completion, key, aside=True)
+        self.record(completion, key, aside=True)
         value = completion.parse_as(model)
         if key is not None:
             self.turns.append((key, instruction, completion.text.strip()))
@@ -100,7 +100,8 @@ class Session:
         rank = {path: i for i, path in enumerate(self.order)}
         self.turns = sorted(latest.values(), key=lambda t: rank.get(t[0], len(rank)))
 
-    def _record(self, completion: Completion, key: str | None, aside: bool = False) -> None:
+    def record(self, completion: Completion, key: str | None, aside: bool = False) -> None:
+        """Count a completion in this session's usage and provenance (one asked outside it, too)."""
         self.usage.add(completion.usage)
         record = {"piece": key, "aside": aside} if aside else {"piece": key}
         record |= {"tokens": completion.usage.completion_tokens, "s": round(completion.duration_s, 2),

@@ -45,6 +45,7 @@ class Family:
     version: int
     summary: str  # one line: what kind of task this family models (shown when a designer chooses a family)
     fits: str  # which tasks belong here and which do not (guidance for the choice)
+    brief: str = ""  # what an expert of the task's world is asked before its domain is written (designer/brief.py)
     domain: type[Domain]
     environment: type  # an OpenAdaptEnvironment subclass
     models: Any  # (domain) -> (action class, observation class)

@@ -149,6 +149,9 @@ class Domain(DomainPart):
             if words and all(w in PLACEHOLDER_WORDS for w in words):
                 yield DomainProblem(path=path, message=f"{text!r} is a placeholder or a schema word, not content "
                                     "of this world: write what this field means here")
+            elif is_debris(text):
+                yield DomainProblem(path=path, message=f"{text!r} is JSON or markdown syntax, not words of this "
+                                    "world: write what this field means here")
         # Prose only: identifiers and names used as references repeat legitimately.
         # Every copy but the first is reported, so that one round of repairs rewrites them all.
         long_texts = Counter(text for _, text in texts if is_prose(text))
@@ -159,6 +162,20 @@ class Domain(DomainPart):
                     yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
                                         f"({text[:60]!r}...): each item needs its own words")
                 seen.add(text)
+
+
+_SYNTAX = set("[]{}(),:;`'\"")
+_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})
+
+
+def is_debris(text: str) -> bool:
+    """Whether a text is the syntax a small model leaks out of its JSON ('INFO {component} ]} ``` ```',
+    'INFO {component} ,  {'): a markdown fence, two or more words of brackets alone, or a stray bracket and
+    nothing else besides its placeholders and a log level."""
+    words = re.sub(r"\{[a-z_]+\}", " ", text).split()
+    brackets = sum(all(c in _SYNTAX for c in w) and any(c in "[]{}`" for c in w) for w in words)
+    wordy = [w for w in words if re.search(r"[A-Za-z0-9]", w) and w.lower().strip(":") not in _LEVELS]
+    return "```" in text or brackets >= 2 or (not wordy and any(c in "[]{}`" for w in words for c in w))
 
 
 def is_prose(text: str) -> bool:

@@ -24,6 +24,8 @@ FAMILY = register_family(Family(
           "vendor security or compliance questionnaires, loan or grant applications, audit evidence, code or "
           "design reviews; the truth is a level per criterion set by planted strengths and defects. Not for "
           "matching records from several sources (reconciliation) or for finding a failing component (diagnosis)"),
+    brief=("name the criteria you grade this kind of work on, each with what strong work and weak work show"
+           " for it"),
     domain=AssessmentDomain,
     environment=AssessmentEnvironment,
     models=models,

@@ -22,6 +22,8 @@ FAMILY = register_family(Family(
     fits=("incidents, outages, equipment or machine faults, broken builds or pipelines, misconfigured "
           "deployments, security alerts to triage: anything where symptoms show up on components that depend on "
           "the faulty one and the agent investigates logs, readings and notes before naming cause and fix"),
+    brief=("name the six most common root causes of trouble you find when you are called out, each with the"
+           " first thing you check and what you see there"),
     domain=DiagnosisDomain,
     environment=DiagnosisEnvironment,
     models=models,

@@ -8,6 +8,8 @@ dependency health, runbook notes) and submits one diagnosis: the component, the 
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field
 
 from openadapt.families.domain import (
@@ -152,10 +154,12 @@ class DiagnosisDomain(Domain):
         component it is printed by (a fault's evidence, a symptom, a background or a noise line) gets
         '{component}' after its level (the 1.5B left it out of fault evidence through every repair round)."""
         data = dict(data)
+        names = [c["name"] for c in data.get("components", [])
+                 if isinstance(c, dict) and isinstance(c.get("name"), str)]
         faults = [dict(f) for f in data.get("faults", []) if isinstance(f, dict)]
         for fault in faults:
             if isinstance(fault.get("evidence"), list):
-                fault["evidence"] = [_with_component(line, "ERROR") for line in fault["evidence"]]
+                fault["evidence"] = [_with_component(line, "ERROR", names) for line in fault["evidence"]]
         if faults:
             texts = [" ".join(str(e) for e in f.get("evidence", [])) for f in faults]
             for i, fault in enumerate(faults):
@@ -170,8 +174,9 @@ class DiagnosisDomain(Domain):
                         constraint.get("note", "")):
                     fault["constraint"] = {**constraint, "note": f"{constraint.get('note', '')} ({constraint['fix']})"}
             data["faults"] = faults
-        for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO"), ("symptom_lines", "ERROR")):
-            data[name] = [_with_component(line, level) for line in data.get(name, [])]
+        for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO")):
+            data[name] = [_with_component(line, level, names) for line in data.get(name, [])]
+        data["symptom_lines"] = [_with_component(line, "ERROR") for line in data.get("symptom_lines", [])]
         return data
 
     # ---- semantic checks ---------------------------------------------------------------------------------
@@ -221,6 +226,7 @@ class DiagnosisDomain(Domain):
                 if word not in text:
                     p.append(DomainProblem(path=f"{at}.telltales[{j}]",
                                            message=f"{word!r} does not occur in this fault's evidence lines"))
+            p += duplicates(fault.metrics, "name", f"{at}.metrics")
             for j, metric in enumerate(fault.metrics):
                 if abs(metric.faulty - metric.healthy) < 1e-9:
                     p.append(DomainProblem(path=f"{at}.metrics[{j}]",
@@ -294,11 +300,16 @@ class DiagnosisDomain(Domain):
 _LEVELS = ("ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTICE")
 
 
-def _with_component(line, default_level: str = "INFO"):
-    """A log line without the component it is printed by gets '{component}' after its level (and a level if
-    it has none); a small model's '... {dependency} timed out ...' loses its ellipses."""
+def _with_component(line, default_level: str = "INFO", names: list[str] = ()):
+    """A log line without the component it is printed by gets '{component}': in place of the one component it
+    names literally (the 1.5B wrote 'ERROR irrigation-pump-1 suction pressure ...' into a fault that any pump
+    may have), else after its level (and a level if it has none); a small model's '... {dependency} timed out
+    ...' loses its ellipses. A symptom line is given no `names`: the component it names may be the dependency."""
     if not isinstance(line, str) or "{component}" in line:
         return line
+    named = [n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", line)]
+    if len(named) == 1:
+        return re.sub(rf"(?<![\w-]){re.escape(named[0])}(?![\w-])", "{component}", line, count=1)
     line = line.strip(". ") or line
     level, _, rest = line.partition(" ")
     if level.upper().rstrip(":") in _LEVELS:

@@ -34,6 +34,8 @@ FAMILY = register_family(Family(
           "logistics, finance, inventory) where the agent explores tables, writes queries and is judged by "
           "executing its answer; especially where the schema changes (renames, migrations, soft deletes, unit "
           "changes, legacy copies). Not for free-text search, spreadsheets without a schema, or writing data"),
+    brief=("name the tables and their key columns, and the questions the people who ask usually put to this"
+           " data"),
     domain=QueryingDomain,
     environment=QueryingEnvironment,
     models=models,

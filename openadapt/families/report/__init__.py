@@ -30,6 +30,8 @@ FAMILY = register_family(Family(
           "subject's counted records of the period into fields and KPI rows, renders a PDF and sends it to the "
           "right recipient through a mail API that can fail. Not for free-text summaries, for reconciling two "
           "sources against each other, or for answering one-off questions with SQL"),
+    brief=("name the records this report is built from, the figures and KPIs it shows, and who reads it for"
+           " what"),
     domain=ReportDomain,
     environment=ReportEnvironment,
     models=models,

@@ -1,0 +1,76 @@
+"""The expert's brief: what the designer model knows of the task's world, asked for in its own words before any
+piece of the domain is written, and out of sight of the worked example.
+
+A small model writes the domain in the register of whatever world it is shown: given a Kubernetes example for a
+farm's pumps, the 1.5B wrote pumps that were "OOMKilled" with "exit code 137" on "a node pool at its memory
+quota". Asked first, as a technician of the task's world and with no example in sight, the same model names that
+world's own causes, checks and readings ("blocked intake: debris or sediment; check the intake and outlet",
+"low water pressure at the pump outlet", "faulty control system: wrong settings or sensors"). Free text, not
+JSON: its constrained answers to the same question were shorter and more generic (`pump_failing`,
+`sensor_failing`). The brief then sits in the conversation before the worked example, so every piece (and every
+request aside, which keeps the task's part of the opening message) is written with it in sight.
+"""
+
+from __future__ import annotations
+
+import re
+
+from openadapt.designer.chat import ChatBackend, Completion
+from openadapt.designer.deadline import NO_DEADLINE, Deadline
+
+SYSTEM = ("You are a senior practitioner of the world the user names. You answer from your own knowledge of the "
+          "trade, with its concrete names and facts, and never ask for more information.")
+GENERIC_QUESTION = ("name the parts of this world the agent deals with, what goes wrong or must be decided there, "
+                    "and what an expert checks and does about each")
+MAX_TOKENS = 420
+MAX_CHARS = 1600
+MIN_CHARS = 80  # shorter than this is no brief (a refusal, a question back)
+
+
+def brief_messages(task: str, question: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"The task: {task}\n\nAs an expert of this world, {question}. One short "
+                                        "numbered line each, in this world's own words."}]
+
+
+def write_brief(backend: ChatBackend, task: str, question: str = "",
+                deadline: Deadline = NO_DEADLINE) -> tuple[str | None, Completion]:
+    """The cleaned brief (None where the answer holds none), and the completion it came from (for usage)."""
+    deadline.check()
+    completion = backend.complete(brief_messages(task, question or GENERIC_QUESTION), max_tokens=MAX_TOKENS)
+    return clean_brief(completion.text), completion
+
+
+_ASKS_BACK = re.compile(r"\b(please provide|could you (please )?(provide|share|tell)|i need more information)\b",
+                        re.IGNORECASE)
+
+
+def clean_brief(text: str) -> str | None:
+    """Markdown emphasis off, one line per point, lines that ask back dropped, and the text cut where it starts
+    repeating itself (a small model can loop on one phrase until `max_tokens`) or at MAX_CHARS, on a line end."""
+    lines: list[str] = []
+    seen: dict[str, int] = {}
+    for raw in text.replace("**", "").replace("__", "").splitlines():
+        line = " ".join(raw.split())
+        if not line or _ASKS_BACK.search(line):
+            continue
+        if _loops(line) or seen.get(line.lower(), 0):
+            break
+        seen[line.lower()] = 1
+        if sum(len(kept) + 1 for kept in lines) + len(line) > MAX_CHARS:
+            break
+        lines.append(line)
+    brief = "\n".join(lines)
+    return brief if len(brief) >= MIN_CHARS else None
+
+
+def _loops(line: str, shingle: int = 4, times: int = 4) -> bool:
+    """Whether a line repeats one run of `shingle` words `times` times or more ('1 hour, 30 minutes, 1 hour...')."""
+    words = line.lower().split()
+    counts: dict[tuple[str, ...], int] = {}
+    for i in range(len(words) - shingle + 1):
+        run = tuple(words[i:i + shingle])
+        counts[run] = counts.get(run, 0) + 1
+        if counts[run] >= times:
+            return True
+    return False
