@@ -476,6 +476,29 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
     assert evidence[0] == "ERROR {component} scripted line of its own" and copied not in evidence
 
 
+def test_a_log_line_taking_a_phrase_of_the_worked_example_is_reworded_aside_and_kept_once_its_own(llm, world):
+    from openadapt.designer.family_design import pick_example
+
+    example = pick_example(TASK, get_family("diagnosis"))[0]
+    taken = example.faults[0].evidence[2].replace("INFO {component}", "WARN {component} pod")  # one word changed
+    assert taken != example.faults[0].evidence[2]
+    broken = {"domain.faults[1]": {**world["faults"][1], "evidence": [taken, *world["faults"][1]["evidence"][1:]]}}
+    assert any("takes 'battery charger fault flag set" in p.message for p in copied_from_example(
+        {"faults": [{}, broken["domain.faults[1]"]]}, example))
+
+    model = OneTextReply(world, "Line 1 of `evidence` of `domain.faults[1]` has a problem: this text takes",
+                         "WARN {component} liveness probe failed, container restarted", break_once=broken)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (reword,) = [r["messages"] for r in llm.requests
+                 if "has a problem: this text takes" in r["messages"][-1]["content"]]
+    assert len(reword) == 2 and "worked example of a domain" not in reword[1]["content"]  # aside
+    assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten whole
+    evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"]
+    assert evidence[0] == "WARN {component} liveness probe failed, container restarted"
+
+
 @pytest.mark.parametrize("fixed", [True, False])
 def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right(llm, world, fixed):
     bad = "ERROR {component} stalled at {rpm} rpm"  # a placeholder the engine does not fill: the check names it

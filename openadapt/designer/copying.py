@@ -22,17 +22,46 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
     described = _descriptions(type(example))  # a text the schema itself gives as its example is the family's
-    theirs_texts = {v for _, v in iter_texts(example) if len(v) >= 40 and v.lower() not in common
+    theirs_texts = {v for _, v in iter_texts(example) if _is_text(v) and v.lower() not in common
                     and v not in described}
+    # Runs of words the example's texts hold and no other example nor the schema's descriptions do: a text that
+    # takes one over is the example's sentence with a few words changed ("... container restarted after exit
+    # code 137 (OOMKilled) ..." in a pump's evidence).
+    family_runs = set().union(*(_runs(v) for o in others for _, v in iter_texts(o))) | _runs(described)
+    theirs_runs = set().union(*(_runs(v) for v in theirs_texts)) - family_runs
     problems = []
     for path, value in _iter_json_texts(data):
         if ENTITY_NAME.match(path) and value.lower() in theirs_names:
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: name this world's own"))
-        elif len(value) >= 40 and value in theirs_texts:
+        elif _is_text(value) and value in theirs_texts:
             problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
                                           "one that belongs to this task's world"))
+        elif len(value) >= 40 and (taken := [r for r in _ordered_runs(value) if r in theirs_runs]):
+            problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
+                                          "worked example: write it in this task's world's own words"))
     return problems
+
+
+RUN = 6  # words in a row that make a phrase the example's own (with content words, see _ordered_runs)
+
+
+def _is_text(value: str) -> bool:
+    """Long enough to be somebody's sentence rather than a word any world uses ('the platform on-call engineer'
+    is; 'endpoints ready' is not)."""
+    return len(value) >= 20 and len(value.split()) >= 3
+
+
+def _ordered_runs(text: str) -> list[tuple[str, ...]]:
+    """The text's runs of RUN words that hold three words of five letters or more: a phrase with content, not
+    a turn of phrase any world's texts share ('give the name and the count')."""
+    words = re.findall(r"\{\w+\}|[\w'.%-]+", text.lower())
+    runs = (tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1))
+    return [r for r in runs if sum(len(w) >= 5 and w[0] != "{" for w in r) >= 3]
+
+
+def _runs(text: str) -> set[tuple[str, ...]]:
+    return set(_ordered_runs(text))
 
 
 def _descriptions(model: type[BaseModel], seen: set | None = None) -> str:

@@ -166,8 +166,9 @@ class PieceRepairs:
         - repeated from a sibling (a small model copies the note or the log line it wrote before, and copies it
           again when the whole item is asked for): different from all the others, in the conversation;
         - copied from the worked example: the same, aside, out of the example's sight;
-        - any other problem (a log line without `{component}`): with the problem and the item as it stands, and
-          kept only if the problem is gone (otherwise the item is rewritten whole).
+        - any other problem (a log line without `{component}`, a phrase taken from the worked example): with the
+          problem and the item as it stands (aside if the phrase is the example's), and kept only if the
+          problem is gone (otherwise the item is rewritten whole).
         Keys and references are not free text: a rename or the item's rewrite fixes those."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
         if not match:
@@ -177,6 +178,7 @@ class PieceRepairs:
         if domain.KEYS.get(list_name) == name or f"{list_name}.{name}" in domain.REFERENCES:
             return False
         copied = "copied from the worked example" in problem.message
+        taken = "from the worked example" in problem.message and not copied  # a phrase of it, in other words
         repeated = "the same text appears" in problem.message
         piece = next((p for p in self._pieces if p.field == list_name and p.index == int(match.group(2))), None)
         line = None if match.group(4) is None else int(match.group(4))
@@ -205,7 +207,7 @@ class PieceRepairs:
                            f"problem. What it must be: {must}")
         before = piece.value
         try:
-            if copied:
+            if copied or taken:
                 text = self._session.ask_aside(f"{self._world_so_far()}{instruction}", one, max_tokens=160)
             else:
                 text = self._session.ask(instruction, one, max_tokens=160)
@@ -220,7 +222,7 @@ class PieceRepairs:
             piece.value = piece.model.model_validate(data)
         except (ReplyError, ValidationError):
             return False
-        if not (copied or repeated) and any(p.path == problem.path for p in self._check()):
+        if not repeated and any(p.path == problem.path for p in self._check()):
             piece.value = before  # still wrong: the item is rewritten whole, with all its problems
             return False
         self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
