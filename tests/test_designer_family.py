@@ -69,8 +69,10 @@ class ScriptedModel:
             if f"domain.{field}.keys" in self.break_once:
                 names = self.break_once.pop(f"domain.{field}.keys")
             return {"items": names}
-        if "Write one more line for the domain" in text:
+        if "Write one more line for the domain's `symptom_lines`" in text:
             return {"line": f"ERROR {{component}}: call to {{dependency}} timed out (scripted {len(self.asked)})"}
+        if "Write one more line for the domain" in text:
+            return {"line": f"INFO {{component}} scripted benign line {len(self.asked)}"}
         if (match := re.search(r"Name one more of the `(\w+)` of this world", text)):
             field, taken = match.group(1), set(re.findall(r'"([^"]+)"', text.split("every one of ")[1].split("]")[0]))
             key = "name" if field == "components" else "id"
@@ -96,7 +98,7 @@ class ScriptedModel:
             return {"ok": True}
         if (match := re.search(r"\n\n`(\w+)` has a problem", text)):  # one header text, asked for aside
             return {"text": self.world[match.group(1)]}
-        raise AssertionError(f"the scripted model does not know how to answer: {text[:200]}")
+        raise AssertionError(f"the scripted model does not know how to answer: {text[-400:]}")
 
     def piece(self, path: str):
         match = re.match(r"domain\.(\w+)\[(\d+)\]", path)
@@ -347,6 +349,20 @@ def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(l
     assert all(len(m) == 2 and "worked example" not in m[1]["content"] for m in aside)  # a fresh, short context
     lines = yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"]
     assert lines[0] == same and len(set(lines)) == 3
+
+
+def test_lines_of_json_debris_are_dropped_and_the_list_completed_line_by_line(llm, world):
+    lines = world["noise_lines"][:3]  # one fewer than the domain's minimum of four once the debris is gone
+    world["noise_lines"] = [lines[0], "INFO {component} ]", *lines[1:], "INFO {component} ,  {"]
+    model = ScriptedModel(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asked = [a for a in model.asked if "one more line for the domain's `noise_lines`" in a]
+    assert asked and "INFO {component} ]" not in asked[0] and "INFO {component} ,  {" not in asked[0]
+    noise = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
+    assert noise[:3] == lines and len(noise) >= 4
+    assert "INFO {component} ]" not in noise and "INFO {component} ,  {" not in noise
 
 
 def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_example_world():

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, create_model
 
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, is_prose
+from openadapt.families.domain import Domain, is_debris, is_prose
 
 EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
 MAX_LIST_ITEMS = 8  # items a piece's lists may have (see `bounded`)
@@ -287,13 +287,17 @@ def _name_of(value: Any) -> str | None:
 
 def drop_repeated_prose(value: Any) -> Any:
     """The draft without a sentence repeated inside one list (a small model's loop: the same log line written
-    three times as a fault's evidence); the first stays. Short strings (names, enum values) are left alone."""
+    three times as a fault's evidence; the first stays) and without list items that are JSON debris ('INFO
+    {component} ]', where the grammar held the 1.5B to more lines than it had): the list then comes up short and
+    is completed line by line. Short strings (names, enum values) are left alone."""
     if isinstance(value, dict):
         return {k: drop_repeated_prose(v) for k, v in value.items()}
     if isinstance(value, list):
         seen: set[str] = set()
         kept = []
         for item in value:
+            if isinstance(item, str) and is_debris(item):
+                continue
             if isinstance(item, str) and is_prose(item):
                 if item in seen:
                     continue

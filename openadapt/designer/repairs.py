@@ -24,7 +24,7 @@ from openadapt.designer.pieces import (
 )
 from openadapt.designer.session import Session
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, DomainProblem
+from openadapt.families.domain import Domain, DomainProblem, is_debris
 
 REPEAT_TEMPERATURE = 0.9  # a line asked for again after the model repeated one
 
@@ -127,7 +127,7 @@ class PieceRepairs:
         items = getattr(piece.value, "items", None) if piece is not None and wanted else None
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
-        lines = list(dict.fromkeys(items))
+        lines = [i for i in dict.fromkeys(items) if not is_debris(i)]
         # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
         need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
         enough = int(wanted.group(1))
@@ -145,11 +145,12 @@ class PieceRepairs:
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
-            if line and line not in lines:
+            if line and line not in lines and not is_debris(line):
                 lines.append(line)
                 repeated = ""
             else:  # said again, the same words would come back: the next request differs
-                repeated, hot = f"{line!r} is already there. ", True
+                why = "is not a line of this world" if is_debris(line) else "is already there"
+                repeated, hot = f"{line!r} {why}. ", True
         if len(lines) < enough:
             self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not the "
                           f"{enough} it needs")
