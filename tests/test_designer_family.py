@@ -492,6 +492,30 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
     assert evidence[0] == "ERROR {component} scripted line of its own" and copied not in evidence
 
 
+def test_a_reworded_line_that_comes_back_as_one_already_there_is_asked_for_once_more_hotter(llm, world):
+    from openadapt.designer.family_design import pick_example
+
+    copied = pick_example(TASK, get_family("diagnosis"))[0].faults[0].evidence[0]
+    sibling = world["faults"][1]["evidence"][1]
+    broken = {"domain.faults[1]": {**world["faults"][1], "evidence": [copied, *world["faults"][1]["evidence"][1:]]}}
+    marker = "Line 1 of `evidence` of `domain.faults[1]` is copied from the worked example"
+    model = OneTextReply(world, marker, "ERROR {component} scripted line of its own", break_once=broken)
+    answers = iter([sibling])  # first the model sends back a line it was told to differ from
+    plain = model.answer
+    model.answer = lambda text, title: ({"text": next(answers)} if title == "OneText" and marker in text
+                                        and "is already there" not in text else plain(text, title))
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asks = [r for r in llm.requests if marker in r["messages"][-1]["content"]]
+    assert [r["temperature"] for r in asks] == [0.2, 0.9]
+    assert f"{sibling!r} is already there." in asks[1]["messages"][-1]["content"]
+    assert copied not in asks[0]["messages"][-1]["content"]  # the copy itself is not shown as a line to differ from
+    assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten whole
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"][0] == (
+        "ERROR {component} scripted line of its own")
+
+
 def test_a_log_line_taking_a_phrase_of_the_worked_example_is_reworded_aside_and_kept_once_its_own(llm, world):
     from openadapt.designer.family_design import pick_example
 

@@ -199,9 +199,10 @@ class PieceRepairs:
         must = piece.model.model_fields[name].description or ""
         if copied or repeated:
             wrong = "is copied from the worked example of another world" if copied else "repeats another item's"
+            shown = [t for t in dict.fromkeys(siblings) if not (copied and t == current)]  # never the copy itself
             instruction = (f"{what} {wrong}. Write a new one for this item ({_identity(piece)}) as JSON "
                            f"{{\"text\": ...}}, in its own words, different from every one of: "
-                           f"{json.dumps(list(dict.fromkeys(siblings)))}. What it must be: {must}")
+                           f"{json.dumps(shown)}. What it must be: {must}")
         else:
             instruction = (f"{what} has a problem: {problem.message}. It reads: {current!r}. The item as it stands: "
                            f"{piece.value.model_dump_json()}\nWrite it again as JSON {{\"text\": ...}}, fixing the "
@@ -209,10 +210,18 @@ class PieceRepairs:
         before = piece.value
         try:
             if copied or taken:
-                text = self._session.ask_aside(f"{self._world_so_far()}{instruction}", one, max_tokens=160)
+                # Aside, and once more hotter if the answer is a line already there (the 1.5B often sends one of
+                # the lines it was told to differ from); then the item is rewritten whole.
+                said = ""
+                for _ in range(2):
+                    again = f"{said!r} is already there. " if said else ""
+                    text = self._session.ask_aside(f"{self._world_so_far()}{again}{instruction}", one, max_tokens=160,
+                                                   temperature=REPEAT_TEMPERATURE if said else None).text.strip()
+                    if text not in siblings:
+                        break
+                    said = text
             else:
-                text = self._session.ask(instruction, one, max_tokens=160)
-            text = text.text.strip()
+                text = self._session.ask(instruction, one, max_tokens=160).text.strip()
             if text in siblings:  # a copy again: the item is rewritten whole instead
                 return False
             data = piece.value.model_dump()
