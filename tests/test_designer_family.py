@@ -41,7 +41,7 @@ class ScriptedModel:
 
     def __call__(self, body: dict) -> Scripted:
         text = body["messages"][-1]["content"]
-        start = max(text.rfind("\n\nWrite "), text.rfind("\n\nYour `"))
+        start = max(text.rfind("\n\nWrite "), text.rfind("\n\nYour `"), text.rfind("\n\n`domain."))
         if text.startswith("The task:") and start > 0:  # a request aside: the task and world, then the instruction
             text = text[start + 2:]
         self.asked.append(text)
@@ -582,6 +582,30 @@ def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(ll
     assert not any(a.startswith("Your `domain.faults[0]`") for a in model.asked)
     written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]
     assert written["constraint"] == fault["constraint"] and written["evidence"] == fault["evidence"]
+
+
+def test_a_nested_record_copied_from_the_worked_example_is_asked_for_aside_out_of_its_sight(llm, world):
+    from openadapt.designer.family_design import pick_example
+
+    fault = world["faults"][0]
+    theirs = pick_example(TASK, get_family("diagnosis"))[0].faults[0].constraint.note  # the example's own note
+    copied = {**fault, "constraint": {**fault["constraint"], "note": f"{theirs} ({fault['constraint']['fix']})"}}
+
+    class Constraint(ScriptedModel):
+        def answer(self, text, title):
+            if text.startswith("`domain.faults[0].constraint` has problems"):
+                return fault["constraint"]
+            return super().answer(text, title)
+
+    model = Constraint(world, break_once={"domain.faults[0]": copied})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [r["messages"] for r in llm.requests if "`domain.faults[0].constraint` has problems"
+              in r["messages"][-1]["content"]]
+    assert len(ask) == 2 and "worked example of a domain" not in ask[1]["content"]  # aside
+    assert "from the worked example" in ask[1]["content"]
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["constraint"] == fault["constraint"]
 
 
 def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_below_the_schemas_minimum():

@@ -329,7 +329,9 @@ class PieceRepairs:
     def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
         """A problem inside a record nested in a list item (`faults[0].constraint.fix`) is fixed by asking for
         that record alone, with the problems and the item as it stands: rewriting the whole item costs every
-        field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix)."""
+        field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix). A
+        record copied from the worked example is asked for aside, out of the example's sight: in the
+        conversation the 1.5B wrote the Kubernetes example's node-pool note back into a pump fault every round."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\.", problem.path)
         piece = next((p for p in self._pieces if match and p.field == match.group(1)
                       and p.index == int(match.group(2)) and p.value is not None), None)
@@ -344,12 +346,15 @@ class PieceRepairs:
         done.add(at)
         problems = [str(p) for p in self._check() if p.path.startswith(at + ".") or p.path == at]
         rest = {k: v for k, v in piece.value.model_dump(mode="json").items() if k != name}
+        instruction = (f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
+                       f"\nThe rest of `{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
+                       f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{field_guide(part.model_fields)}")
+        room = max(200, max_tokens_for(piece, self._example) // 2)
         try:
-            value = self._session.ask(
-                f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
-                f"\nThe rest of `{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
-                f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{field_guide(part.model_fields)}",
-                part, max_tokens=max(200, max_tokens_for(piece, self._example) // 2))
+            if any("from the worked example" in p for p in problems):
+                value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", part, max_tokens=room)
+            else:
+                value = self._session.ask(instruction, part, max_tokens=room)
             piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
         except (ReplyError, ValidationError):
             return False
