@@ -584,6 +584,27 @@ def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(ll
     assert written["constraint"] == fault["constraint"] and written["evidence"] == fault["evidence"]
 
 
+def test_a_nested_record_that_comes_back_with_the_same_mistake_is_asked_for_once_more_aside_and_hotter(llm, world):
+    fault = world["faults"][0]
+    usual = {"note": f"runbook note: do {fault['fix']} as usual ({fault['fix']})", "fix": fault["fix"]}
+
+    class Constraint(ScriptedModel):
+        def answer(self, text, title):
+            if "`domain.faults[0].constraint` has problems" in text:
+                return fault["constraint"] if "it still has problems" in text else usual
+            return super().answer(text, title)
+
+    model = Constraint(world, break_once={"domain.faults[0]": {**fault, "constraint": usual}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asks = [r for r in llm.requests if "`domain.faults[0].constraint` has problems" in r["messages"][-1]["content"]]
+    assert len(asks) == 2 and asks[1]["temperature"] == 0.9 and len(asks[1]["messages"]) == 2  # aside
+    assert f"must differ from the usual fix {fault['fix']!r}" in asks[1]["messages"][-1]["content"]
+    assert not any(a.startswith("Your `domain.faults[0]`") for a in model.asked)
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["constraint"] == fault["constraint"]
+
+
 def test_a_nested_record_copied_from_the_worked_example_is_asked_for_aside_out_of_its_sight(llm, world):
     from openadapt.designer.family_design import pick_example
 

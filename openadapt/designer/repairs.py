@@ -356,6 +356,15 @@ class PieceRepairs:
             else:
                 value = self._session.ask(instruction, part, max_tokens=room)
             piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
+            still = [str(p) for p in self._check() if p.path.startswith(at + ".") or p.path == at]
+            if still and set(still) & set(problems):
+                # The same mistake again (a constraint whose fix is still the usual fix, four attempts running):
+                # once more, aside and hotter, shown what it wrote.
+                value = self._session.ask_aside(
+                    f"{self._world_so_far()}You wrote `{at}` as {value.model_dump_json()}, and it still has "
+                    f"problems:\n" + "\n".join(f"- {p}" for p in still[:6]) + f"\n{instruction}", part,
+                    max_tokens=room, temperature=REPEAT_TEMPERATURE)
+                piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
         except (ReplyError, ValidationError):
             return False
         self.progress("rewrote", self._attempt, at.removeprefix("domain."))

@@ -234,7 +234,8 @@ class DiagnosisDomain(Domain):
             p += bad_placeholders(fault.constraint.note, ("component",), f"{at}.constraint.note")
             if fault.constraint.fix == fault.fix:
                 p.append(DomainProblem(path=f"{at}.constraint.fix",
-                                       message="must differ from the usual fix (the constraint makes it wrong)"))
+                                       message=f"must differ from the usual fix {fault.fix!r} (the constraint "
+                                       "makes it wrong)"))
             elif fault.constraint.fix in fixes:
                 p.append(DomainProblem(path=f"{at}.constraint.fix", message=(
                     f"{fault.constraint.fix!r} is another fault's usual fix; a constrained fix must be its own")))
