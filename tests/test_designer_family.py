@@ -365,6 +365,21 @@ def test_lines_of_json_debris_are_dropped_and_the_list_completed_line_by_line(ll
     assert "INFO {component} ]" not in noise and "INFO {component} ,  {" not in noise
 
 
+def test_symptom_lines_are_asked_for_with_two_components_names_and_written_back_with_placeholders(llm, world):
+    first, second = world["components"][0]["name"], world["components"][1]["name"]
+    world["symptom_lines"] = [f"ERROR {first} request to {second} timed out", f"WARN {first} retrying {second}",
+                              f"ERROR {first} circuit open for {second}"]  # what a model shown the names writes
+    model = ScriptedModel(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [a for a in model.asked if a.startswith("Write `symptom_lines`")]
+    assert f"'ERROR {first} request to {second} timed out'" in ask and "{dependency}" not in ask
+    assert yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"] == [
+        "ERROR {component} request to {dependency} timed out", "WARN {component} retrying {dependency}",
+        "ERROR {component} circuit open for {dependency}"]
+
+
 def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_example_world():
     family = get_family("diagnosis")
     example = family.load_example("incident_triage")

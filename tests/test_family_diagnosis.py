@@ -227,15 +227,17 @@ def test_a_draft_log_line_naming_one_component_literally_gets_the_placeholder_in
     from openadapt.families.diagnosis.domain import DiagnosisDomain
 
     draft = {"components": [{"name": "pump-1"}, {"name": "pump-12"}, {"name": "well"}],
-             "symptom_lines": ["ERROR pump-1 lost its feed from well"],
+             "symptom_lines": ["ERROR pump-1 lost its feed from well", "WARN pump-12 retrying the call"],
              "background_lines": ["INFO pump-12 cycle finished", "INFO pump-1 and well in sync"], "noise_lines": [],
              "faults": [{"id": "dry_run", "evidence": ["ERROR pump-1 suction below {n} kPa"]}]}
     tidy = DiagnosisDomain.tidy(draft)
     assert tidy["faults"][0]["evidence"] == ["ERROR {component} suction below {n} kPa"]
     # 'pump-1' is not a part of 'pump-12'; a line naming two components gets the placeholder after its level
     assert tidy["background_lines"] == ["INFO {component} cycle finished", "INFO {component} pump-1 and well in sync"]
-    # a symptom line's named component may be the dependency: it only gets the placeholder after its level
-    assert tidy["symptom_lines"] == ["ERROR {component} pump-1 lost its feed from well"]
+    # a symptom line written with two real names (as the designer asks for it): the printer first, then the
+    # dependency; one name alone may be either, so it only gets '{component}' after its level
+    assert tidy["symptom_lines"] == ["ERROR {component} lost its feed from {dependency}",
+                                     "WARN {component} pump-12 retrying the call"]
 
 
 def test_a_fault_reading_named_twice_and_json_debris_for_a_log_line_are_problems():

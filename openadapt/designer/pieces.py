@@ -166,8 +166,28 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
     else:
         head = f"Write `{piece.field}` as JSON."
     description = family.domain.model_fields[piece.field].description if piece.field else ""
+    description = with_names(description or "", piece.field, family.domain, pieces)
     guide = f"\nFields:\n{piece.guide}" if piece.guide and not problems else ""
     return f"{head}\n{description or ''}{guide}".strip()
+
+
+def with_names(text: str, field_name: str | None, domain_cls: type[Domain], pieces: list[Piece]) -> str:
+    """`text` (a field's description) with the placeholders `Domain.NAMED_LINES` declares for the field spelled
+    as names the draft has ('{component} ... {dependency}' -> 'pump-1 ... pump-2': the first placeholder the
+    first key of its list, the next the next key), so that the model writes lines with real names and the
+    domain's `tidy` puts the placeholders back. Unchanged where the keys are not written yet."""
+    named = domain_cls.NAMED_LINES.get(field_name or "", {})
+    taken: dict[str, int] = {}
+    spelled = {}
+    for placeholder, source in named.items():
+        keys = _keys_of(pieces, source.split(".")[0])
+        i = taken.get(source, 0)
+        if i >= len(keys):
+            return text
+        spelled[placeholder], taken[source] = keys[i], i + 1
+    for placeholder, name in spelled.items():
+        text = text.replace("{" + placeholder + "}", name)
+    return text
 
 
 def _keys_of(pieces: list[Piece], field_name: str | None) -> list[str]:

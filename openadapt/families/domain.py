@@ -118,6 +118,11 @@ class Domain(DomainPart):
 
     KEYS: ClassVar[dict[str, str]] = {}  # list field -> its items' key field, e.g. {"components": "name"}
     REFERENCES: ClassVar[dict[str, Reference]] = {}  # 'list.field' -> Reference('list.key')
+    # Lists of lines whose placeholders stand for names of a keyed list: {'symptom_lines': {'component':
+    # 'components', 'dependency': 'components'}}. A designer may ask for such lines with real names in the
+    # placeholders' place (a small model fills '{dependency}' with a noun of its own, 'request to pump outlet
+    # timed out', but writes 'pump-2' back where it was shown 'pump-2'); `tidy` puts the placeholders back.
+    NAMED_LINES: ClassVar[dict[str, dict[str, str]]] = {}
 
     title: str = Field(min_length=3, max_length=80, description=(
         "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "

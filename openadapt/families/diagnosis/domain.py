@@ -108,6 +108,7 @@ class DependencyStatus(DomainPart):
 
 class DiagnosisDomain(Domain):
     KEYS = {"components": "name", "faults": "id"}
+    NAMED_LINES = {"symptom_lines": {"component": "components", "dependency": "components"}}
     REFERENCES = {"components.depends_on": Reference("components.name", later_only=True, min_chain=3),
                   "faults.applies_to": Reference("components.kind")}
 
@@ -176,7 +177,8 @@ class DiagnosisDomain(Domain):
             data["faults"] = faults
         for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO")):
             data[name] = [_with_component(line, level, names) for line in data.get(name, [])]
-        data["symptom_lines"] = [_with_component(line, "ERROR") for line in data.get("symptom_lines", [])]
+        data["symptom_lines"] = [_with_component(_with_dependency(line, names), "ERROR")
+                                 for line in data.get("symptom_lines", [])]
         return data
 
     # ---- semantic checks ---------------------------------------------------------------------------------
@@ -299,6 +301,20 @@ class DiagnosisDomain(Domain):
 
 
 _LEVELS = ("ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTICE")
+
+
+def _with_dependency(line, names: list[str]):
+    """A symptom line written with two components' real names and no placeholders (the designer asks for it so:
+    `NAMED_LINES`): the first named, the one printing it, becomes '{component}', the second '{dependency}'."""
+    if not isinstance(line, str) or "{component}" in line or "{dependency}" in line:
+        return line
+    found = sorted((m.start(), n) for n in names
+                   if (m := re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", line)))
+    if len(found) != 2:
+        return line
+    for (_, name), placeholder in zip(found, ("{component}", "{dependency}"), strict=True):
+        line = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", placeholder, line)
+    return line
 
 
 def _with_component(line, default_level: str = "INFO", names: list[str] = ()):
