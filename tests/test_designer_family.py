@@ -541,14 +541,15 @@ def test_a_log_line_taking_a_phrase_of_the_worked_example_is_reworded_aside_and_
     assert any("takes 'battery charger fault flag set" in p.message for p in copied_from_example(
         {"faults": [{}, broken["domain.faults[1]"]]}, example))
 
-    model = OneTextReply(world, "Line 1 of `evidence` of `domain.faults[1]` has a problem: this text takes",
+    marker = "Line 1 of `evidence` of `domain.faults[1]` takes a phrase from the worked example"
+    model = OneTextReply(world, marker,
                          "WARN {component} liveness probe failed, container restarted", break_once=broken)
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems
-    (reword,) = [r["messages"] for r in llm.requests
-                 if "has a problem: this text takes" in r["messages"][-1]["content"]]
+    (reword,) = [r["messages"] for r in llm.requests if marker in r["messages"][-1]["content"]]
     assert len(reword) == 2 and "worked example of a domain" not in reword[1]["content"]  # aside
+    assert taken not in reword[1]["content"]  # not shown what it took
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten whole
     evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"]
     assert evidence[0] == "WARN {component} liveness probe failed, container restarted"

@@ -169,9 +169,9 @@ class PieceRepairs:
         - repeated from a sibling (a small model copies the note or the log line it wrote before, and copies it
           again when the whole item is asked for): different from all the others, in the conversation;
         - copied from the worked example: the same, aside, out of the example's sight;
-        - any other problem (a log line without `{component}`, a phrase taken from the worked example): with the
-          problem and the item as it stands (aside if the phrase is the example's), and kept only if the
-          problem is gone (otherwise the item is rewritten whole).
+        - taking a phrase of the worked example over: the same, and kept only once it is its own;
+        - any other problem (a log line without `{component}`): with the problem and the item as it stands, and
+          kept only if the problem is gone (otherwise the item is rewritten whole).
         Keys and references are not free text: a rename or the item's rewrite fixes those."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
         if not match:
@@ -199,9 +199,11 @@ class PieceRepairs:
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
         must = piece.model.model_fields[name].description or ""
-        if copied or repeated:
-            wrong = "is copied from the worked example of another world" if copied else "repeats another item's"
-            shown = [t for t in dict.fromkeys(siblings) if not (copied and t == current)]  # never the copy itself
+        if copied or taken or repeated:
+            wrong = ("is copied from the worked example of another world" if copied else "takes a phrase from the "
+                     "worked example of another world" if taken else "repeats another item's")
+            # never the copy itself: shown what it took, the 1.5B wrote it back
+            shown = [t for t in dict.fromkeys(siblings) if not ((copied or taken) and t == current)]
             instruction = (f"{what} {wrong}. Write a new one for this item ({_identity(piece)}) as JSON "
                            f"{{\"text\": ...}}, in its own words, different from every one of: "
                            f"{json.dumps(shown)}. What it must be: {must}")
