@@ -254,3 +254,16 @@ def test_a_fault_reading_named_twice_and_json_debris_for_a_log_line_are_problems
     assert "is already used by domain.faults[0].metrics[0]" in problems["domain.faults[0].metrics[1].name"]
     assert "JSON or markdown syntax" in problems["domain.noise_lines[0]"]
     assert "JSON or markdown syntax" in problems["domain.noise_lines[1]"]
+
+
+def test_a_draft_fault_id_or_fix_spelled_with_hyphens_becomes_the_identifier_it_means():
+    from openadapt.families.diagnosis.domain import DiagnosisDomain
+
+    draft = {"faults": [{"id": "Pump-Failure", "fix": "replace pump", "evidence": [],
+                         "constraint": {"note": "do not stop it; use the standby (use-standby)", "fix": "use-standby"}},
+                        {"id": "dry-run!", "evidence": []}]}
+    tidy = DiagnosisDomain.tidy(draft)
+    assert (tidy["faults"][0]["id"], tidy["faults"][0]["fix"]) == ("pump_failure", "replace_pump")
+    assert tidy["faults"][0]["constraint"] == {"note": "do not stop it; use the standby (use_standby)",
+                                               "fix": "use_standby"}
+    assert tidy["faults"][1]["id"] == "dry-run!" and "fix" not in tidy["faults"][1]  # left for the checks

@@ -151,14 +151,23 @@ class DiagnosisDomain(Domain):
     @classmethod
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
-        words; a constraint note that does not name its fix gets it in parentheses; a log line without the
-        component it is printed by (a fault's evidence, a symptom, a background or a noise line) gets
-        '{component}' after its level (the 1.5B left it out of fault evidence through every repair round)."""
+        words; fault ids and fixes spelled with hyphens or spaces become identifiers; a constraint note that does
+        not name its fix gets it in parentheses; a log line without the component it is printed by (a fault's
+        evidence, a symptom, a background or a noise line) gets '{component}' (the 1.5B left it out of fault
+        evidence through every repair round)."""
         data = dict(data)
         names = [c["name"] for c in data.get("components", [])
                  if isinstance(c, dict) and isinstance(c.get("name"), str)]
         faults = [dict(f) for f in data.get("faults", []) if isinstance(f, dict)]
         for fault in faults:
+            for key in ("id", "fix"):
+                if key in fault:
+                    fault[key] = _identifier(fault[key])
+            constraint = fault.get("constraint")
+            if isinstance(constraint, dict) and isinstance(constraint.get("fix"), str):
+                fix = _identifier(constraint["fix"])
+                note = str(constraint.get("note", "")).replace(constraint["fix"], fix)
+                fault["constraint"] = {**constraint, "fix": fix, "note": note}
             if isinstance(fault.get("evidence"), list):
                 fault["evidence"] = [_with_component(line, "ERROR", names) for line in fault["evidence"]]
         if faults:
@@ -301,6 +310,15 @@ class DiagnosisDomain(Domain):
 
 
 _LEVELS = ("ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTICE")
+
+
+def _identifier(value):
+    """'Pump-Failure' or 'pump failure' as the identifier it means ('pump_failure'): the 1.5B wrote fault ids and
+    fixes with hyphens, and its renames kept them. Anything else is left for the checks to report."""
+    if not isinstance(value, str):
+        return value
+    spelled = re.sub(r"[\s-]+", "_", value.strip()).lower()
+    return spelled if re.fullmatch(r"[a-z][a-z0-9_]*", spelled) else value
 
 
 def _with_dependency(line, names: list[str]):
