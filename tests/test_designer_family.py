@@ -577,18 +577,25 @@ def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right
         assert whole and evidence == world["faults"][0]["evidence"]
 
 
+CONSTRAINT_ASK = "`domain.faults[0].constraint` has problems"
+
+
+class ConstraintReply(ScriptedModel):
+    """Answers the request for `domain.faults[0].constraint` alone with `reply(text)`."""
+
+    def __init__(self, world: dict, reply, break_once: dict[str, dict]):
+        super().__init__(world, break_once=break_once)
+        self.reply = reply
+
+    def answer(self, text, title):
+        return self.reply(text) if CONSTRAINT_ASK in text else super().answer(text, title)
+
+
 def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(llm, world):
     fault = world["faults"][0]
     usual = {**fault, "constraint": {"note": f"runbook note: do {fault['fix']} as usual ({fault['fix']})",
                                      "fix": fault["fix"]}}  # a constraint that calls for the usual fix
-
-    class Constraint(ScriptedModel):
-        def answer(self, text, title):
-            if text.startswith("`domain.faults[0].constraint` has problems"):
-                return fault["constraint"]
-            return super().answer(text, title)
-
-    model = Constraint(world, break_once={"domain.faults[0]": usual})
+    model = ConstraintReply(world, lambda text: fault["constraint"], break_once={"domain.faults[0]": usual})
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
@@ -603,14 +610,8 @@ def test_a_wrong_nested_record_is_asked_for_alone_with_the_item_it_belongs_to(ll
 def test_a_nested_record_that_comes_back_with_the_same_mistake_is_asked_for_once_more_aside_and_hotter(llm, world):
     fault = world["faults"][0]
     usual = {"note": f"runbook note: do {fault['fix']} as usual ({fault['fix']})", "fix": fault["fix"]}
-
-    class Constraint(ScriptedModel):
-        def answer(self, text, title):
-            if "`domain.faults[0].constraint` has problems" in text:
-                return fault["constraint"] if "it still has problems" in text else usual
-            return super().answer(text, title)
-
-    model = Constraint(world, break_once={"domain.faults[0]": {**fault, "constraint": usual}})
+    model = ConstraintReply(world, lambda text: fault["constraint"] if "it still has problems" in text else usual,
+                            break_once={"domain.faults[0]": {**fault, "constraint": usual}})
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems
@@ -627,14 +628,7 @@ def test_a_nested_record_copied_from_the_worked_example_is_asked_for_aside_out_o
     fault = world["faults"][0]
     theirs = pick_example(TASK, get_family("diagnosis"))[0].faults[0].constraint.note  # the example's own note
     copied = {**fault, "constraint": {**fault["constraint"], "note": f"{theirs} ({fault['constraint']['fix']})"}}
-
-    class Constraint(ScriptedModel):
-        def answer(self, text, title):
-            if text.startswith("`domain.faults[0].constraint` has problems"):
-                return fault["constraint"]
-            return super().answer(text, title)
-
-    model = Constraint(world, break_once={"domain.faults[0]": copied})
+    model = ConstraintReply(world, lambda text: fault["constraint"], break_once={"domain.faults[0]": copied})
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems
