@@ -49,14 +49,14 @@ def clean_brief(text: str) -> str | None:
     """Markdown emphasis off, one line per point, lines that ask back dropped, and the text cut where it starts
     repeating itself (a small model can loop on one phrase until `max_tokens`) or at MAX_CHARS, on a line end."""
     lines: list[str] = []
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
     for raw in text.replace("**", "").replace("__", "").splitlines():
         line = " ".join(raw.split())
         if not line or _ASKS_BACK.search(line):
             continue
-        if _loops(line) or seen.get(line.lower(), 0):
+        if _loops(line) or line.lower() in seen:
             break
-        seen[line.lower()] = 1
+        seen.add(line.lower())
         if sum(len(kept) + 1 for kept in lines) + len(line) > MAX_CHARS:
             break
         lines.append(line)

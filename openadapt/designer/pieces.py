@@ -165,18 +165,18 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
                    else "") + ".")
     else:
         head = f"Write `{piece.field}` as JSON."
-    description = family.domain.model_fields[piece.field].description if piece.field else ""
-    description = with_names(description or "", piece.field, family.domain, pieces)
+    description = named_description(family.domain, piece.field, pieces) if piece.field else ""
     guide = f"\nFields:\n{piece.guide}" if piece.guide and not problems else ""
     return f"{head}\n{description or ''}{guide}".strip()
 
 
-def with_names(text: str, field_name: str | None, domain_cls: type[Domain], pieces: list[Piece]) -> str:
-    """`text` (a field's description) with the placeholders `Domain.NAMED_LINES` declares for the field spelled
+def named_description(domain_cls: type[Domain], field_name: str, pieces: list[Piece]) -> str:
+    """A top-level field's description, with the placeholders `Domain.NAMED_LINES` declares for the field spelled
     as names the draft has ('{component} ... {dependency}' -> 'pump-1 ... pump-2': the first placeholder the
     first key of its list, the next the next key), so that the model writes lines with real names and the
     domain's `tidy` puts the placeholders back. Unchanged where the keys are not written yet."""
-    named = domain_cls.NAMED_LINES.get(field_name or "", {})
+    text = domain_cls.model_fields[field_name].description or ""
+    named = domain_cls.NAMED_LINES.get(field_name, {})
     taken: dict[str, int] = {}
     spelled = {}
     for placeholder, source in named.items():

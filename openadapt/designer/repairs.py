@@ -19,9 +19,9 @@ from openadapt.designer.pieces import (
     is_model,
     list_item_model,
     max_tokens_for,
+    named_description,
     replace_value,
     resized,
-    with_names,
 )
 from openadapt.designer.session import Session
 from openadapt.families.base import Family
@@ -132,8 +132,7 @@ class PieceRepairs:
         # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
         need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
         enough = int(wanted.group(1))
-        guide = with_names(self._family.domain.model_fields[piece.field].description or "", piece.field,
-                           self._family.domain, self._pieces)
+        guide = named_description(self._family.domain, piece.field, self._pieces)
         one = create_model("OneLine", line=(str, ...))
         repeated, hot = "", False  # after a repeat, the rest is sampled hotter: at 0.2 the model repeats again
         for _ in range(2 * need):
@@ -264,8 +263,7 @@ class PieceRepairs:
             if not isinstance(items, list) or line >= len(items) or not all(isinstance(i, str) for i in items):
                 return False
             current, others = items[line], [i for j, i in enumerate(items) if j != line]
-            guide = with_names(self._family.domain.model_fields[name].description or "", name, self._family.domain,
-                               self._pieces)
+            guide = named_description(self._family.domain, name, self._pieces)
             what = f"Line {line + 1} of `{name}`"
         if not isinstance(current, str):
             return False

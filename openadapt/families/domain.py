@@ -170,7 +170,7 @@ class Domain(DomainPart):
 
 
 _SYNTAX = set("[]{}(),:;`'\"")
-_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})
+LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
 
 def is_debris(text: str) -> bool:
@@ -179,7 +179,7 @@ def is_debris(text: str) -> bool:
     nothing else besides its placeholders and a log level."""
     words = re.sub(r"\{[a-z_]+\}", " ", text).split()
     brackets = sum(all(c in _SYNTAX for c in w) and any(c in "[]{}`" for c in w) for w in words)
-    wordy = [w for w in words if re.search(r"[A-Za-z0-9]", w) and w.lower().strip(":") not in _LEVELS]
+    wordy = [w for w in words if re.search(r"[A-Za-z0-9]", w) and w.lower().strip(":") not in LOG_LEVELS]
     return "```" in text or brackets >= 2 or (not wordy and any(c in "[]{}`" for w in words for c in w))
 
 

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from openadapt.families.domain import (
     IDENT,
+    LOG_LEVELS,
     Domain,
     DomainPart,
     DomainProblem,
@@ -309,7 +310,9 @@ class DiagnosisDomain(Domain):
         return max((depth(n, frozenset({n})) for n in graph), default=0)
 
 
-_LEVELS = ("ERROR", "WARN", "WARNING", "INFO", "DEBUG", "NOTICE")
+def _named(name: str) -> str:
+    """A pattern for `name` as a whole component name ('pump-1' is not in 'pump-12')."""
+    return rf"(?<![\w-]){re.escape(name)}(?![\w-])"
 
 
 def _identifier(value):
@@ -326,12 +329,11 @@ def _with_dependency(line, names: list[str]):
     `NAMED_LINES`): the first named, the one printing it, becomes '{component}', the second '{dependency}'."""
     if not isinstance(line, str) or "{component}" in line or "{dependency}" in line:
         return line
-    found = sorted((m.start(), n) for n in names
-                   if (m := re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", line)))
+    found = sorted((m.start(), n) for n in names if (m := re.search(_named(n), line)))
     if len(found) != 2:
         return line
     for (_, name), placeholder in zip(found, ("{component}", "{dependency}"), strict=True):
-        line = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", placeholder, line)
+        line = re.sub(_named(name), placeholder, line)
     return line
 
 
@@ -342,11 +344,11 @@ def _with_component(line, default_level: str = "INFO", names: list[str] = ()):
     ...' loses its ellipses. A symptom line is given no `names`: the component it names may be the dependency."""
     if not isinstance(line, str) or "{component}" in line:
         return line
-    named = [n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", line)]
+    named = [n for n in names if re.search(_named(n), line)]
     if len(named) == 1:
-        return re.sub(rf"(?<![\w-]){re.escape(named[0])}(?![\w-])", "{component}", line, count=1)
+        return re.sub(_named(named[0]), "{component}", line, count=1)
     line = line.strip(". ") or line
     level, _, rest = line.partition(" ")
-    if level.upper().rstrip(":") in _LEVELS:
+    if level.lower().rstrip(":") in LOG_LEVELS:
         return f"{level} {{component}} {rest}"
     return f"{default_level} {{component}} {line}"

@@ -32,8 +32,8 @@ FAMILY = register_family(Family(
           "lead times, minimum orders, price breaks, shelf lives and storage limits. Not for routing a queue of "
           "cases (workflow), allocating people or rooms to time slots (scheduling) or haggling with one "
           "counterpart (negotiation)"),
-    brief=("name the items kept in stock, who supplies them and how long delivery usually takes, and what m"
-           "akes demand swing"),
+    brief=("name the items kept in stock, who supplies them and how long delivery usually takes, and what"
+           " makes demand swing"),
     domain=InventoryDomain,
     environment=InventoryEnvironment,
     models=models,

@@ -36,8 +36,8 @@ FAMILY = register_family(Family(
           "contract. The agent trades terms the sides weigh differently, probes with questions, sees through "
           "bluffs and walks away when no deal fits its limits. Not for fixed-price ordering or for choosing "
           "among catalogued offers without a counterpart"),
-    brief=("name the terms that get negotiated in this deal, what each side usually wants on each, and the "
-           "concessions usually traded"),
+    brief=("name the terms that get negotiated in this deal, what each side usually wants on each, and the"
+           " concessions usually traded"),
     domain=NegotiationDomain,
     environment=NegotiationEnvironment,
     models=models,

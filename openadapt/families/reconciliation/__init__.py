@@ -25,8 +25,8 @@ FAMILY = register_family(Family(
           "records: anything where the same transactions are recorded by different parties or systems and the "
           "agent must find the records that disagree, say why, and choose the settling action. Not for finding "
           "a faulty component from logs (diagnosis) or for planning under constraints (scheduling)"),
-    brief=("name the records and where each comes from, the fields matched between them, and the most commo"
-           "n kinds of discrepancy with how each is resolved"),
+    brief=("name the records and where each comes from, the fields matched between them, and the most"
+           " common kinds of discrepancy with how each is resolved"),
     domain=ReconciliationDomain,
     environment=ReconciliationEnvironment,
     models=models,

@@ -37,8 +37,8 @@ FAMILY = register_family(Family(
           "person with the right skill for a stretch of a day, some requests matter more than others, and the "
           "plan must absorb disruptions. Not multi-day rostering with fairness rules, routing, or anything "
           "where a task needs a team of several people"),
-    brief=("name the rooms or sites, the staff roles, the kinds of tasks with their usual durations, and th"
-           "e rules a planner must respect"),
+    brief=("name the rooms or sites, the staff roles, the kinds of tasks with their usual durations, and"
+           " the rules a planner must respect"),
     domain=SchedulingDomain,
     environment=SchedulingEnvironment,
     models=models,

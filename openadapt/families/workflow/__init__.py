@@ -41,8 +41,8 @@ FAMILY = register_family(Family(
           "routing, customer refunds, supply-chain or admissions desks; work is assigned to the right skill, "
           "escalated, deferred or closed as policy says, with sign-off above a threshold, messages to answer and "
           "phishing to ignore. Not for finding a fault's root cause (diagnosis) or matching records (reconciliation)"),
-    brief=("name the kinds of requests that reach this desk, the teams that handle them, their deadlines, a"
-           "nd what needs a senior's sign-off"),
+    brief=("name the kinds of requests that reach this desk, the teams that handle them, their deadlines,"
+           " and what needs a senior's sign-off"),
     domain=WorkflowDomain,
     environment=WorkflowEnvironment,
     models=models,
