@@ -158,8 +158,11 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     planned = [p for p in plan_pieces(family.domain, family.load_example("incident_triage"))
                if p.field == "faults" and not p.keys]
     assert len(pieces) == len(planned) >= 5
-    # the items of one list are written from the same point of the conversation; later pieces see them all
-    assert len({len(p["messages"]) for p in pieces}) == 1
+    # a fault holds lines of prose (its evidence): each is written aside, out of the worked example's sight,
+    # with the brief, the world so far and every field's description; later pieces see them all
+    assert all(len(p["messages"]) == 2 and "Here is a worked example" not in json.dumps(p["messages"])
+               and "Crash loop" in p["messages"][1]["content"] and "`evidence`: Log lines" in p["messages"][1][
+                   "content"] for p in pieces)
     victims = [r for r in llm.requests if r["messages"][-1]["content"].startswith("Write `victim_metrics` item 1")]
     assert len(victims[0]["messages"]) > len(pieces[0]["messages"]) + 2 * len(pieces)
     assert KEY not in "".join(p.read_text() for p in result.path.rglob("*") if p.is_file())
@@ -168,7 +171,7 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     (asked,) = [r for r in llm.requests if "As an expert of this world" in r["messages"][-1]["content"]]
     assert "response_format" not in asked and "Here is a worked example" not in json.dumps(asked["messages"])
     assert "the six most common root causes" in asked["messages"][-1]["content"]  # the family's own question
-    opening = pieces[0]["messages"][1]["content"]
+    opening = victims[0]["messages"][1]["content"]
     brief = "1. Crash loop: check the pod's events; you see BackOff restarting failed container."
     assert brief in opening and opening.index(brief) < opening.index("Here is a worked example")
     assert provenance["attempts"][0]["notes"]["brief"].startswith(brief)
@@ -380,6 +383,40 @@ def test_symptom_lines_are_asked_for_with_two_components_names_and_written_back_
         "ERROR {component} circuit open for {dependency}"]
 
 
+def test_lines_the_tidy_makes_one_and_a_text_breaking_into_another_script_are_mended_in_the_draft(llm, world):
+    first, second = world["components"][0]["name"], world["components"][1]["name"]
+    world["symptom_lines"] = [f"ERROR {first} request to {second} timed out",
+                              "ERROR {component} request to {dependency} timed out",  # the same, once tidied
+                              f"ERROR {first} circuit open for {second}"]
+    note = world["components"][2]["note"]
+    world["components"][2]["note"] = f"{note.rstrip('.')}. If it stops the whole cluster will无法"
+    model = ScriptedModel(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    domain = yaml.safe_load(candidate.files["domain.yaml"])
+    assert domain["symptom_lines"][:2] == ["ERROR {component} request to {dependency} timed out",
+                                           "ERROR {component} circuit open for {dependency}"]
+    assert len(set(domain["symptom_lines"])) == 3  # the repeat dropped, the list completed line by line
+    assert any("one more line for the domain's `symptom_lines`" in a for a in model.asked)
+    assert domain["components"][2]["note"] == f"{note.rstrip('.')}."  # cut back to its last full sentence
+
+
+def test_a_fault_written_aside_is_shown_its_own_answer_when_asked_to_fix_it(llm, world):
+    fault = dict(world["faults"][1])
+    fault["metrics"] = [fault["metrics"][0], fault["metrics"][0]]  # a reading named twice
+    model = ScriptedModel(world, break_once={"domain.faults[1]": fault})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (repair,) = [r["messages"] for r in llm.requests
+                 if "Your `domain.faults[1]` has problems" in r["messages"][-1]["content"]]
+    assert len(repair) == 2 and "Here is a worked example" not in json.dumps(repair)  # aside
+    asked = repair[1]["content"]
+    assert "is already used by domain.faults[1].metrics[0]" in asked
+    assert f"As you wrote it: {{\"id\":\"{fault['id']}\"" in asked and "`evidence`: Log lines" in asked
+
+
 def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_example_world():
     family = get_family("diagnosis")
     example = family.load_example("incident_triage")
@@ -410,13 +447,14 @@ def test_the_items_of_a_keyed_list_are_written_out_of_sight_of_one_another(llm, 
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     assert designer.design().usable
-    faults = [r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `faults` item")]
-    first_evidence = world["faults"][0]["evidence"][0]
-    assert len(faults) == 5 and faults[1][:-1] == faults[0][:-1]  # the same conversation, another instruction
-    assert not any(first_evidence in m["content"] for m in faults[4])  # the first fault is not in sight
-    assert any("Write `components` item 6" in m["content"] for m in faults[0])  # another list's items are
+    asks = [r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `components` item")]
+    first_note = world["components"][0]["note"]
+    assert len(asks) == 6 and asks[1][:-1] == asks[0][:-1]  # the same conversation, another instruction
+    assert not any(first_note in m["content"] for m in asks[5])  # the first component is not in sight
+    assert any("Write `faults.keys`" in m["content"] or "First name the `faults`" in m["content"]
+               for m in asks[0])  # the conversation before the list is
     later = next(r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `tools`"))
-    assert sum(first_evidence in m["content"] for m in later) == 1  # the next piece sees every fault
+    assert sum(first_note in m["content"] for m in later) == 1  # the next piece sees every component
     assert designer._siblings(designer._pieces[0]) == frozenset()  # the header is no list item
 
 

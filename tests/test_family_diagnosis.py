@@ -267,3 +267,28 @@ def test_a_draft_fault_id_or_fix_spelled_with_hyphens_becomes_the_identifier_it_
     assert tidy["faults"][0]["constraint"] == {"note": "do not stop it; use the standby (use_standby)",
                                                "fix": "use_standby"}
     assert tidy["faults"][1]["id"] == "dry-run!" and "fix" not in tidy["faults"][1]  # left for the checks
+
+
+def test_a_draft_constraint_note_and_its_fix_are_made_to_agree_within_the_notes_bound():
+    from openadapt.families.diagnosis.domain import NOTE_CHARS, DiagnosisDomain
+
+    ramble = ("runbook note: the pressure is low and the pump may be blocked with debris. If it is blocked it may "
+              "need cleaning. If the pressure stays below the setpoint for more than ten minutes it may be a sign "
+              "of a serious problem and a sign of a serious problem and a sign of a serious problem and a sign of")
+    draft = {"faults": [
+        {"id": "blocked_intake", "fix": "replace_pump", "evidence": [], "constraint": {
+            "note": "the pump is the only one running; do not stop it. Move its load to the standby unit instead "
+                    "(shift_to_standby).", "fix": "replace_pump"}},
+        {"id": "low_pressure", "fix": "check_pressure", "evidence": [],
+         "constraint": {"note": ramble, "fix": "clean_strainer"}},
+        {"id": "worn_seal", "fix": "replace_seal", "evidence": [],  # names the usual fix: not the one it calls for
+         "constraint": {"note": "do not run it dry (replace_seal); flush the line first", "fix": "flush_line"}},
+    ]}
+    faults = DiagnosisDomain.tidy(draft)["faults"]
+    assert faults[0]["constraint"]["fix"] == "shift_to_standby"  # the fix the note names, not the usual one
+    note = faults[1]["constraint"]["note"]
+    assert len(ramble) + len(" (clean_strainer)") > NOTE_CHARS >= len(note)
+    assert note == "runbook note: the pressure is low and the pump may be blocked with debris. If it is blocked it " \
+                   "may need cleaning. (clean_strainer)"  # cut back to its last full sentence, then the fix
+    assert faults[2]["constraint"] == {"note": "do not run it dry (replace_seal); flush the line first (flush_line)",
+                                       "fix": "flush_line"}

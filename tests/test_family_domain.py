@@ -112,3 +112,29 @@ def test_every_family_engine_declares_its_reward_as_data():
         rubric = env_cls().rubric
         assert [c.name for c in rubric.components] == [part[0] for part in env_cls.REWARD], name
         assert rubric.range[1] <= family.reward_range[1] + 1e-9, name
+
+
+def test_a_text_repeating_the_schemas_description_or_breaking_into_another_script_is_a_problem():
+    from openadapt.families.domain import DomainError, without_foreign_tail
+
+    family = get_family("diagnosis")
+    data = family.load_example("kubernetes_cluster").model_dump(mode="json")
+    data["faults"][0]["constraint"]["note"] = ("If the pressure is low, this is a hidden operational fact that makes "
+                                               "the usual fix wrong for this episode (check_supply)")
+    data["faults"][0]["constraint"]["fix"] = "check_supply"
+    # the description's quoted example is a shape a text may take: not an echo
+    data["faults"][1]["constraint"]["note"] = ("runbook note: {component} is the only unit of its kind running "
+                                               "today; do not take it offline. Move its load to the standby unit "
+                                               "instead (shift_to_standby).")
+    data["faults"][1]["constraint"]["fix"] = "shift_to_standby"
+    data["components"][0]["note"] = "the main pump of the farm; if it fails the irrigation system will无法供水"
+    data["components"][1]["note"] = "农场的主水泵，为灌溉系统供水"  # written in one script: fine
+    with pytest.raises(DomainError) as caught:
+        family.parse_domain(data)
+    problems = {p.path: p.message for p in caught.value.problems}
+    assert "repeats the schema's description" in problems["domain.faults[0].constraint.note"]
+    assert "domain.faults[1].constraint.note" not in problems
+    assert "breaks into another script ('无法供水')" in problems["domain.components[0].note"]
+    assert "domain.components[1].note" not in problems
+    text = "pump-5 lifts water from the reservoir. It feeds the channels. If it fails the system will无法"
+    assert without_foreign_tail(text) == "pump-5 lifts water from the reservoir. It feeds the channels."

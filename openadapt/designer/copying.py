@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from openadapt.designer.pieces import is_model
-from openadapt.families.domain import Domain, DomainProblem, iter_texts
+from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, phrases
 
 # The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
 ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
@@ -21,7 +21,7 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     common = set().union(*({v.lower() for _, v in iter_texts(o)} for o in others))
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
-    described = _descriptions(type(example))  # a text the schema itself gives as its example is the family's
+    described = descriptions(type(example))  # a text the schema itself gives as its example is the family's
     theirs_texts = {v for _, v in iter_texts(example) if _is_text(v) and v.lower() not in common
                     and v not in described}
     # Runs of words the example's texts hold and no other example nor the schema's descriptions do: a text that
@@ -37,13 +37,10 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
         elif _is_text(value) and value in theirs_texts:
             problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
                                           "one that belongs to this task's world"))
-        elif len(value) >= 40 and (taken := [r for r in _ordered_runs(value) if r in theirs_runs]):
+        elif len(value) >= 40 and (taken := [r for r in phrases(value) if r in theirs_runs]):
             problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
                                           "worked example: write it in this task's world's own words"))
     return problems
-
-
-RUN = 6  # words in a row that make a phrase the example's own (with content words, see _ordered_runs)
 
 
 def _is_text(value: str) -> bool:
@@ -52,30 +49,8 @@ def _is_text(value: str) -> bool:
     return len(value) >= 20 and len(value.split()) >= 3
 
 
-def _ordered_runs(text: str) -> list[tuple[str, ...]]:
-    """The text's runs of RUN words that hold three words of five letters or more: a phrase with content, not
-    a turn of phrase any world's texts share ('give the name and the count')."""
-    words = re.findall(r"\{\w+\}|[\w'.%-]+", text.lower())
-    runs = (tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1))
-    return [r for r in runs if sum(len(w) >= 5 and w[0] != "{" for w in r) >= 3]
-
-
 def _runs(text: str) -> set[tuple[str, ...]]:
-    return set(_ordered_runs(text))
-
-
-def _descriptions(model: type[BaseModel], seen: set | None = None) -> str:
-    """Every field description anywhere in a schema, joined (the examples they quote belong to the family)."""
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return ""
-    seen.add(model)
-    parts = []
-    for f in model.model_fields.values():
-        parts.append(f.description or "")
-        parts += [_descriptions(inner, seen) for inner in [f.annotation, *typing.get_args(f.annotation)]
-                  if is_model(inner)]
-    return "\n".join(parts)
+    return set(phrases(text))
 
 
 def _default_texts(model: type[BaseModel], seen: set | None = None) -> set[str]:

@@ -46,6 +46,7 @@ from openadapt.designer.pieces import (
     Piece,
     assemble,
     constrained_schema,
+    cut_foreign_tails,
     drop_repeated_prose,
     instruction_for,
     max_tokens_for,
@@ -338,7 +339,9 @@ class FamilyDomainDesigner(PieceRepairs):
         return used
 
     def _draft(self) -> dict[str, Any]:
-        return self._family.domain.tidy(drop_repeated_prose(assemble(self._pieces)))
+        # Repeats dropped again after the tidy: two symptom lines with different names can tidy to one line.
+        tidied = self._family.domain.tidy(drop_repeated_prose(cut_foreign_tails(assemble(self._pieces))))
+        return drop_repeated_prose(tidied)
 
     def _check(self) -> list[DomainProblem]:
         data = self._draft()

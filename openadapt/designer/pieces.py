@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, create_model
 
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, is_debris, is_prose
+from openadapt.families.domain import Domain, is_debris, is_prose, without_foreign_tail
 
 EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
 MAX_LIST_ITEMS = 8  # items a piece's lists may have (see `bounded`)
@@ -30,7 +30,7 @@ class Piece:
     value: Any = None
     guide: str = ""  # field descriptions, shown the first time a kind of piece is asked for
     keys: bool = False  # the keys of a list (written before its items; not part of the domain itself)
-    aside: bool = False  # lines of prose: written out of sight of the worked example (a small model copies its lines)
+    aside: bool = False  # holds lines of prose: written out of sight of the worked example (a small model copies them)
 
 
 def list_item_model(annotation: Any) -> type[BaseModel] | None:
@@ -68,9 +68,10 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
             continue
         item = list_item_model(f.annotation)
         if item is not None:
+            aside = _has_prose_lines(item, getattr(example, name))
             for i in range(counts[name]):
-                pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, guide=field_guide(item.model_fields)
-                                    if i == 0 else ""))
+                pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, aside=aside,
+                                    guide=field_guide(item.model_fields) if i == 0 or aside else ""))
         elif is_model(f.annotation):
             pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=field_guide(f.annotation.model_fields)))
         else:  # a list of plain values (lines of text): one piece holding the whole list
@@ -78,6 +79,19 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
             prose = sum(isinstance(v, str) and is_prose(v) for v in lines) * 2 >= len(lines) > 0
             pieces.append(Piece(f"domain.{name}", _values_model(name, f, len(lines)), name, aside=prose))
     return pieces
+
+
+def _has_prose_lines(item: type[BaseModel], examples: list[BaseModel]) -> bool:
+    """Whether the items of a list hold lines of prose (a fault's evidence log lines): such items are written
+    aside, each with the field guide. In the conversation, with the worked example in sight, the 1.5B gave an
+    irrigation pump's faults the Kubernetes example's log lines ('container restarted after exit code 137') in
+    every round of runs 7 and 9, reworded or not; the field descriptions carry their own examples of the shape."""
+    for name, info in item.model_fields.items():
+        if typing.get_origin(info.annotation) is list and typing.get_args(info.annotation)[:1] == (str,):
+            lines = [v for example in examples for v in getattr(example, name)]
+            if lines and sum(is_prose(v) for v in lines) * 2 >= len(lines):
+                return True
+    return False
 
 
 def _keys_model(name: str, item: type[BaseModel], key: str, count: int) -> type[BaseModel]:
@@ -165,8 +179,11 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
                    else "") + ".")
     else:
         head = f"Write `{piece.field}` as JSON."
+    if problems and piece.aside and piece.index is not None and piece.value is not None and not any(
+            "worked example" in p for p in problems):  # aside, the model has not its answer in sight
+        head += f"\nAs you wrote it: {piece.value.model_dump_json()}"
     description = named_description(family.domain, piece.field, pieces) if piece.field else ""
-    guide = f"\nFields:\n{piece.guide}" if piece.guide and not problems else ""
+    guide = f"\nFields:\n{piece.guide}" if piece.guide and (piece.aside or not problems) else ""
     return f"{head}\n{description or ''}{guide}".strip()
 
 
@@ -303,6 +320,18 @@ def _name_of(value: Any) -> str | None:
             if isinstance(getattr(value, key, None), str):
                 return getattr(value, key)
     return None
+
+
+def cut_foreign_tails(value: Any) -> Any:
+    """The draft with every text that breaks into another script mid-sentence cut back to its last full
+    sentence (`without_foreign_tail`): the tail is a small model's ramble at its length bound."""
+    if isinstance(value, str):
+        return without_foreign_tail(value)
+    if isinstance(value, dict):
+        return {k: cut_foreign_tails(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [cut_foreign_tails(v) for v in value]
+    return value
 
 
 def drop_repeated_prose(value: Any) -> Any:

@@ -40,6 +40,7 @@ class PieceRepairs:
     _attempt: int
     progress: Callable[[str, int, str], None]
     _check: Callable[[], list[DomainProblem]]
+    _draft: Callable[[], dict]
     _world_so_far: Callable[..., str]
 
     def _rename_if_key(self, problem: DomainProblem) -> bool:
@@ -128,7 +129,10 @@ class PieceRepairs:
         items = getattr(piece.value, "items", None) if piece is not None and wanted else None
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
-        lines = [i for i in dict.fromkeys(items) if not is_debris(i)]
+        # The lines as the draft has them: tidied, so two that tidy to one line count once.
+        drafted = self._draft().get(piece.field)
+        lines = (list(drafted) if isinstance(drafted, list) and all(isinstance(i, str) for i in drafted)
+                 else [i for i in dict.fromkeys(items) if not is_debris(i)])
         # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
         need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
         enough = int(wanted.group(1))
@@ -146,7 +150,7 @@ class PieceRepairs:
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
-            if line and line not in lines and not is_debris(line):
+            if line and self._tidied(piece.field, line) not in lines and not is_debris(line):
                 lines.append(line)
                 repeated = ""
             else:  # said again, the same words would come back: the next request differs
@@ -161,6 +165,12 @@ class PieceRepairs:
         piece.value = piece.model(items=lines)
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
         return True
+
+    def _tidied(self, field_name: str, line: str) -> str:
+        """One line of a list as the domain's tidy leaves it in the draft ('pump-1 ... pump-2' -> '{component}
+        ... {dependency}')."""
+        tidied = self._family.domain.tidy({**self._draft(), field_name: [line]}).get(field_name)
+        return tidied[0] if isinstance(tidied, list) and len(tidied) == 1 and isinstance(tidied[0], str) else line
 
     def _reword(self, problem: DomainProblem) -> bool:
         """One text of a list item with a problem is asked for on its own, the rest of the item kept: a field

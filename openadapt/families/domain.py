@@ -15,7 +15,9 @@ Two levels of checks:
 
 from __future__ import annotations
 
+import functools
 import re
+import typing
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -154,9 +156,19 @@ class Domain(DomainPart):
             if words and all(w in PLACEHOLDER_WORDS for w in words):
                 yield DomainProblem(path=path, message=f"{text!r} is a placeholder or a schema word, not content "
                                     "of this world: write what this field means here")
+            elif (foreign := foreign_script(text)) is not None:
+                yield DomainProblem(path=path, message=f"this text breaks into another script "
+                                    f"({text[foreign:][:12]!r}) in the middle of its sentence: write it in one "
+                                    "language")
             elif is_debris(text):
                 yield DomainProblem(path=path, message=f"{text!r} is JSON or markdown syntax, not words of this "
                                     "world: write what this field means here")
+        echoed = _described_phrases(type(self))
+        for path, text in texts:
+            if is_prose(text) and (said := next((r for r in phrases(text) if r in echoed), None)):
+                yield DomainProblem(path=path, message=f"this text repeats the schema's description of a field "
+                                    f"({' '.join(said)!r}) instead of saying what it is in this world: write this "
+                                    "world's own")
         # Prose only: identifiers and names used as references repeat legitimately.
         # Every copy but the first is reported, so that one round of repairs rewrites them all.
         long_texts = Counter(text for _, text in texts if is_prose(text))
@@ -181,6 +193,61 @@ def is_debris(text: str) -> bool:
     brackets = sum(all(c in _SYNTAX for c in w) and any(c in "[]{}`" for c in w) for w in words)
     wordy = [w for w in words if re.search(r"[A-Za-z0-9]", w) and w.lower().strip(":") not in LOG_LEVELS]
     return "```" in text or brackets >= 2 or (not wordy and any(c in "[]{}`" for w in words for c in w))
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+def foreign_script(text: str) -> int | None:
+    """Where a text in Latin letters breaks into Chinese, Japanese or Korean (the Qwen models do, mid-sentence:
+    'the irrigation system will无法'), or None. A text written in one of those scripts is not flagged."""
+    found = _CJK.search(text)
+    return found.start() if found and len(re.findall(r"[A-Za-z]{3,}", text[:found.start()])) >= 3 else None
+
+
+def without_foreign_tail(text: str) -> str:
+    """A text that breaks into another script, cut back to its last full sentence before the break (unchanged
+    where there is none)."""
+    at = foreign_script(text)
+    if at is None:
+        return text
+    ends = [m.end() for m in re.finditer(r"[.;!?](\s|$)", text[:at])]
+    return text[:ends[-1]].rstrip() if ends else text
+
+
+RUN = 6  # words in a row that make a phrase somebody's own (with content words, see `phrases`)
+
+
+def phrases(text: str) -> list[tuple[str, ...]]:
+    """The text's runs of RUN words that hold three words of five letters or more: a phrase with content, not
+    a turn of phrase any world's texts share ('give the name and the count')."""
+    words = re.findall(r"\{\w+\}|[\w'.%-]+", text.lower())
+    runs = (tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1))
+    return [r for r in runs if sum(len(w) >= 5 and w[0] != "{" for w in r) >= 3]
+
+
+def descriptions(model: type[BaseModel], seen: set | None = None) -> str:
+    """Every field description anywhere in a schema, joined."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return ""
+    seen.add(model)
+    parts = []
+    for f in model.model_fields.values():
+        parts.append(f.description or "")
+        parts += [descriptions(inner, seen) for inner in [f.annotation, *typing.get_args(f.annotation)]
+                  if isinstance(inner, type) and issubclass(inner, BaseModel)]
+    return "\n".join(parts)
+
+
+@functools.cache
+def _described_phrases(model: type[BaseModel]) -> frozenset[tuple[str, ...]]:
+    """The phrases of a schema's own words, its quoted examples left out: a text that holds one tells the agent
+    what the field is for ('a hidden operational fact that makes the usual fix wrong for this episode', the
+    1.5B's runbook note for a pump) instead of what it says in this world. The quoted examples are the shape
+    a text may take; the copying checks judge those."""
+    own = re.sub(r"(?<![A-Za-z])'.*?'(?![A-Za-z])|\".*?\"", " ", descriptions(model), flags=re.DOTALL)
+    return frozenset(phrases(own))
 
 
 def is_prose(text: str) -> bool:

@@ -152,8 +152,8 @@ class DiagnosisDomain(Domain):
     @classmethod
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
-        words; fault ids and fixes spelled with hyphens or spaces become identifiers; a constraint note that does
-        not name its fix gets it in parentheses; a log line without the component it is printed by (a fault's
+        words; fault ids and fixes spelled with hyphens or spaces become identifiers; a constraint note and its
+        fix are made to agree (`_naming_its_fix`); a log line without the component it is printed by (a fault's
         evidence, a symptom, a background or a noise line) gets '{component}' (the 1.5B left it out of fault
         evidence through every repair round)."""
         data = dict(data)
@@ -180,10 +180,8 @@ class DiagnosisDomain(Domain):
                 own = [w for w in dict.fromkeys(words) if len(w) >= 5 and "{" not in w and w.lower() not in others
                        and w.upper() != w]
                 fault["telltales"] = (kept or sorted(own, key=len, reverse=True)[:2] or fault.get("telltales", []))[:4]
-                constraint = fault.get("constraint")
-                if isinstance(constraint, dict) and constraint.get("fix") and constraint["fix"] not in str(
-                        constraint.get("note", "")):
-                    fault["constraint"] = {**constraint, "note": f"{constraint.get('note', '')} ({constraint['fix']})"}
+                if isinstance(fault.get("constraint"), dict):
+                    fault["constraint"] = _naming_its_fix(fault["constraint"], fault.get("fix"))
             data["faults"] = faults
         for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO")):
             data[name] = [_with_component(line, level, names) for line in data.get(name, [])]
@@ -313,6 +311,31 @@ class DiagnosisDomain(Domain):
 def _named(name: str) -> str:
     """A pattern for `name` as a whole component name ('pump-1' is not in 'pump-12')."""
     return rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+
+
+_NAMED_FIX = re.compile(r"\(([a-z][a-z0-9_]*)\)")
+NOTE_CHARS = Constraint.model_fields["note"].metadata[-1].max_length
+
+
+def _naming_its_fix(constraint: dict, usual_fix) -> dict:
+    """A constraint whose note does not name its fix: where the note names one other fix in parentheses, and
+    not the usual one, that is the fix it calls for (the 1.5B wrote the description's '... (shift_to_standby)'
+    with `fix: replace_pump`); otherwise the fix goes in parentheses at the note's end, the note first cut back
+    to its last full sentence where it would not fit (a note written to its 300-character bound ends mid-word).
+    Where neither works the checks report it."""
+    fix, note = constraint.get("fix"), constraint.get("note")
+    if not isinstance(fix, str) or not fix or not isinstance(note, str) or fix in note:
+        return constraint
+    named = set(_NAMED_FIX.findall(note))
+    if len(named) == 1 and (only := named.pop()) != usual_fix:
+        return {**constraint, "fix": only}
+    room = NOTE_CHARS - len(fix) - 3
+    if len(note) > room:
+        ends = [m.end() for m in re.finditer(r"[.;!](\s|$)", note[:room])]
+        if not ends:
+            return constraint
+        note = note[:ends[-1]].rstrip()
+    return {**constraint, "note": f"{note} ({fix})"}
 
 
 def _identifier(value):
