@@ -165,6 +165,9 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
                    "content"] for p in pieces)
     victims = [r for r in llm.requests if r["messages"][-1]["content"].startswith("Write `victim_metrics` item 1")]
     assert len(victims[0]["messages"]) > len(pieces[0]["messages"]) + 2 * len(pieces)
+    # the conversation records each fault's request in one line, not with the world and the guide it was sent
+    recorded = [m["content"] for m in victims[0]["messages"] if m["content"].startswith("Write `faults` item")]
+    assert len(recorded) == len(pieces) and all("\n" not in r and r.endswith("as JSON.") for r in recorded)
     assert KEY not in "".join(p.read_text() for p in result.path.rglob("*") if p.is_file())
     # the expert's brief: free text asked before any piece, out of the worked example's sight, then in every
     # piece's context ahead of the example, markdown emphasis off; provenance keeps it
@@ -350,6 +353,9 @@ def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(l
     assert sum("one more line for the domain's `symptom_lines`" in a for a in model.asked) == 2
     aside = [r["messages"] for r in llm.requests if "one more line" in r["messages"][-1]["content"]]
     assert all(len(m) == 2 and "worked example" not in m[1]["content"] for m in aside)  # a fresh, short context
+    # the lines to differ from read as the model is asked to write them: with the names, not the placeholders
+    first, second = FIRST[:2]
+    assert f'["WARN {first} upstream {second} timed out after 30s"]' in aside[0][1]["content"]
     lines = yaml.safe_load(candidate.files["domain.yaml"])["symptom_lines"]
     assert lines[0] == same and len(set(lines)) == 3
 

@@ -292,7 +292,7 @@ class FamilyDomainDesigner(PieceRepairs):
             if piece.aside:  # the worked example's lines are not in sight, so they are not copied
                 piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
                                                       max_tokens_for(piece, self._example), key=piece.path,
-                                                      schema=schema)
+                                                      schema=schema, turn=instruction.split("\n")[0])
             else:
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),
                                                 key=piece.path, schema=schema, apart=self._siblings(piece))

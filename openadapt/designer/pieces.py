@@ -192,17 +192,22 @@ def named_description(domain_cls: type[Domain], field_name: str, pieces: list[Pi
     as names the draft has ('{component} ... {dependency}' -> 'pump-1 ... pump-2': the first placeholder the
     first key of its list, the next the next key), so that the model writes lines with real names and the
     domain's `tidy` puts the placeholders back. Unchanged where the keys are not written yet."""
-    text = domain_cls.model_fields[field_name].description or ""
+    return spelled(domain_cls, field_name, pieces, domain_cls.model_fields[field_name].description or "")
+
+
+def spelled(domain_cls: type[Domain], field_name: str, pieces: list[Piece], text: str) -> str:
+    """`text` (a field's description, or one of its lines) with the field's `NAMED_LINES` placeholders spelled as
+    the names `named_description` gives them: the lines a model is told to differ from read as it writes them."""
     named = domain_cls.NAMED_LINES.get(field_name, {})
     taken: dict[str, int] = {}
-    spelled = {}
+    names = {}
     for placeholder, source in named.items():
         keys = _keys_of(pieces, source.split(".")[0])
         i = taken.get(source, 0)
         if i >= len(keys):
             return text
-        spelled[placeholder], taken[source] = keys[i], i + 1
-    for placeholder, name in spelled.items():
+        names[placeholder], taken[source] = keys[i], i + 1
+    for placeholder, name in names.items():
         text = text.replace("{" + placeholder + "}", name)
     return text
 

@@ -22,6 +22,7 @@ from openadapt.designer.pieces import (
     named_description,
     replace_value,
     resized,
+    spelled,
 )
 from openadapt.designer.session import Session
 from openadapt.families.base import Family
@@ -142,10 +143,12 @@ class PieceRepairs:
         for _ in range(2 * need):
             if len(lines) >= need:
                 break
+            # as the model writes them: with the names its description shows, where the lines have placeholders
+            shown = [spelled(self._family.domain, piece.field, self._pieces, line) for line in lines]
             try:
                 line = self._session.ask_aside(
                     f"{repeated}Write one more line for the domain's `{piece.field}` ({guide}) as JSON "
-                    f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(lines)}",
+                    f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(shown)}",
                     one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None).line.strip()
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")

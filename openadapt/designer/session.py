@@ -66,12 +66,15 @@ class Session:
         return value
 
     def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
-                  schema: dict[str, Any] | None = None, temperature: float | None = None) -> BaseModel:
+                  schema: dict[str, Any] | None = None, temperature: float | None = None,
+                  turn: str | None = None) -> BaseModel:
         """One constrained request outside the conversation: the system prompt and the task (the first part of
         the opening message, before the worked example), then the instruction. For a small model that keeps
         copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
         answer joins the conversation as that piece's latest turn (later pieces see it). `temperature` overrides
-        the backend's for this request (a repeat asked again gets more varied words)."""
+        the backend's for this request (a repeat asked again gets more varied words). `turn` is the request as the
+        conversation records it (default: the instruction): a short one costs the next conversation request less
+        to evaluate (five faults asked aside with the field guide cost 2,000-odd prompt tokens more)."""
         self.deadline.check()
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
@@ -81,7 +84,7 @@ class Session:
         self.record(completion, key, aside=True)
         value = completion.parse_as(model)
         if key is not None:
-            self.turns.append((key, instruction, completion.text.strip()))
+            self.turns.append((key, turn or instruction, completion.text.strip()))
         return value
 
     def forget(self) -> None:
