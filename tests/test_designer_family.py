@@ -432,6 +432,18 @@ def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_exam
     assert "domain.components[0].note" in flagged and "domain.summary" in flagged
 
 
+def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():
+    family = get_family("diagnosis")
+    example, others = (family.load_example("kubernetes_cluster"),
+                       [family.load_example("wind_park"), family.load_example("incident_triage")])
+    pumps = {"victim_metrics": [{"name": "error_rate_pct"}, {"name": "outlet_pressure_bar"}],
+             "noise_lines": ["INFO {component} liveness probe ok", "INFO {component} float switch checked"]}
+    flagged = {p.path for p in copied_from_example(pumps, example, others)}
+    # both web services' (the seed's too), no wind park's: not the family's vocabulary
+    assert flagged == {"domain.victim_metrics[0].name", "domain.noise_lines[0]"}
+    assert not copied_from_example(pumps, example, others[1:])  # with one other example, what it shares is common
+
+
 def test_lines_of_prose_are_written_out_of_sight_of_the_worked_example_and_later_pieces_see_them(llm, world):
     model = ScriptedModel(world)
     llm.responder = model

@@ -17,8 +17,11 @@ ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
 
 def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = ()) -> list[DomainProblem]:
     """Names and long texts taken over from the worked example (another world) instead of written for this one.
-    What it shares with any of the family's other examples is the family's common vocabulary, not its world."""
-    common = set().union(*({v.lower() for _, v in iter_texts(o)} for o in others))
+    What it shares with every other example of the family is the family's common vocabulary, not its world; what
+    it shares with only some of them is the vocabulary of a kind of world (the Kubernetes example and the incident
+    triage seed are both web services: `p99_latency_ms`, 'liveness probe ok' are no pump's)."""
+    sets = [{v.lower() for _, v in iter_texts(o)} for o in others]
+    common = set.intersection(*sets) if sets else set()
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
     described = descriptions(type(example))  # a text the schema itself gives as its example is the family's
@@ -27,7 +30,8 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     # Runs of words the example's texts hold and no other example nor the schema's descriptions do: a text that
     # takes one over is the example's sentence with a few words changed ("... container restarted after exit
     # code 137 (OOMKilled) ..." in a pump's evidence).
-    family_runs = set().union(*(_runs(v) for o in others for _, v in iter_texts(o))) | _runs(described)
+    runs = [set().union(*(_runs(v) for _, v in iter_texts(o))) for o in others]
+    family_runs = (set.intersection(*runs) if runs else set()) | _runs(described)
     theirs_runs = set().union(*(_runs(v) for v in theirs_texts)) - family_runs
     problems = []
     for path, value in _iter_json_texts(data):
