@@ -360,6 +360,21 @@ def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(l
     assert lines[0] == same and len(set(lines)) == 3
 
 
+def test_a_top_up_keeps_the_lines_as_written_where_the_tidy_would_take_them_past_the_pieces_bound(llm, world):
+    long = [f"routine check {n}: " + "the cold-room doors, seals and alarms were walked and found in order; " * 2
+            + "the log was signed off by the shift lead." for n in "abc"]
+    # no {component}: the tidy adds 'INFO {component} ', past the piece's 200 characters
+    assert all(190 < len(line) <= 200 for line in long)
+    world["background_lines"] = [*long, *long[:2]]  # three distinct of the four the domain needs
+    model = ScriptedModel(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    lines = yaml.safe_load(candidate.files["domain.yaml"])["background_lines"]
+    assert lines[:3] == [f"INFO {{component}} {line.rstrip('.')}" for line in long]
+    assert len(set(lines)) == len(lines) >= 4
+
+
 def test_lines_of_json_debris_are_dropped_and_the_list_completed_line_by_line(llm, world):
     lines = world["noise_lines"][:3]  # one fewer than the domain's minimum of four once the debris is gone
     world["noise_lines"] = [lines[0], "INFO {component} ]", *lines[1:], "INFO {component} ,  {"]
@@ -561,6 +576,23 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten whole
     evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"]
     assert evidence[0] == "ERROR {component} scripted line of its own" and copied not in evidence
+
+
+def test_a_copied_reading_name_is_asked_for_alone_as_the_identifier_its_field_wants(llm, world):
+    from openadapt.designer.family_design import pick_example
+
+    example = pick_example(TASK, get_family("diagnosis"))[0]
+    copied = example.victim_metrics[0].model_dump()  # the worked example's own reading
+    marker = "`name` of `domain.victim_metrics[0]` is copied from the worked example"
+    model = OneTextReply(world, marker, "pods_not_ready", break_once={"domain.victim_metrics[0]": copied})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [r for r in llm.requests if marker in r["messages"][-1]["content"]]
+    text = ask["response_format"]["json_schema"]["schema"]["properties"]["text"]
+    assert text["pattern"] == "^[a-z][a-z0-9_]*$" and text["maxLength"] == 40  # the field's own bounds
+    assert not any(a.startswith("Your `domain.victim_metrics[0]`") for a in model.asked)  # not rewritten whole
+    assert yaml.safe_load(candidate.files["domain.yaml"])["victim_metrics"][0]["name"] == "pods_not_ready"
 
 
 def test_a_reworded_line_that_comes_back_as_one_already_there_is_asked_for_once_more_hotter(llm, world):

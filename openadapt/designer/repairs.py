@@ -15,6 +15,7 @@ from pydantic import ValidationError, create_model
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import (
     Piece,
+    bounded,
     field_guide,
     is_model,
     list_item_model,
@@ -130,15 +131,17 @@ class PieceRepairs:
         items = getattr(piece.value, "items", None) if piece is not None and wanted else None
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
-        # The lines as the draft has them: tidied, so two that tidy to one line count once.
-        drafted = self._draft().get(piece.field)
-        lines = (list(drafted) if isinstance(drafted, list) and all(isinstance(i, str) for i in drafted)
-                 else [i for i in dict.fromkeys(items) if not is_debris(i)])
+        # Distinct as the draft has them, tidied: two lines that tidy to one count once.
+        lines, tidied = [], set()
+        for item in items:
+            if not is_debris(item) and (form := self._tidied(piece.field, item)) not in tidied:
+                lines.append(item)
+                tidied.add(form)
         # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
         need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
         enough = int(wanted.group(1))
         guide = named_description(self._family.domain, piece.field, self._pieces)
-        one = create_model("OneLine", line=(str, ...))
+        one = create_model("OneLine", line=(piece.model.model_fields["items"].annotation.__args__[0], ...))
         repeated, hot = "", False  # after a repeat, the rest is sampled hotter: at 0.2 the model repeats again
         for _ in range(2 * need):
             if len(lines) >= need:
@@ -153,19 +156,24 @@ class PieceRepairs:
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
-            if line and self._tidied(piece.field, line) not in lines and not is_debris(line):
+            if line and (form := self._tidied(piece.field, line)) not in tidied and not is_debris(line):
                 lines.append(line)
+                tidied.add(form)
                 repeated = ""
             else:  # said again, the same words would come back: the next request differs
                 why = "is not a line of this world" if is_debris(line) else "is already there"
                 repeated, hot = f"{line!r} {why}. ", True
         if len(lines) < enough:
             self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} distinct lines, not the "
-                          f"{enough} it needs")
+                          f"{enough} it needs (last answer: {repeated.strip()[:120] or 'none'})")
             return False
         # The piece asked the model for `need`; it now holds as many as it has (the domain's bounds judge them).
-        piece.model = resized(piece.model, len(lines))
-        piece.value = piece.model(items=lines)
+        model = resized(piece.model, len(lines))
+        try:
+            piece.value, piece.model = model(items=lines), model
+        except ValidationError as exc:  # a line the piece's bounds refuse: the list is rewritten instead
+            self.progress("completing", self._attempt, f"{piece.path}: unusable lines ({str(exc)[:80]})")
+            return False
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
         return True
 
@@ -207,7 +215,11 @@ class PieceRepairs:
             if p.field == piece.field and p.index is not None and p.value is not None:
                 value = getattr(p.value, name)
                 siblings += value if isinstance(value, list) else [value]
-        one = create_model("OneText", text=(str, ...))
+        info = piece.model.model_fields[name]
+        # a text field keeps its own bounds and pattern in the grammar (a reading's name is an identifier: asked
+        # as free text, the answer could not go back into the item, which was then rewritten with the example
+        # in sight and copied again)
+        one = create_model("OneText", text=(str, info) if line is None and info.annotation is str else (str, ...))
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
         must = piece.model.model_fields[name].description or ""
@@ -232,6 +244,7 @@ class PieceRepairs:
                 for _ in range(2):
                     again = f"{said!r} is already there. " if said else ""
                     text = self._session.ask_aside(f"{self._world_so_far()}{again}{instruction}", one, max_tokens=160,
+                                                   schema=bounded(one.model_json_schema()),
                                                    temperature=REPEAT_TEMPERATURE if said else None).text.strip()
                     if text not in siblings:
                         break
