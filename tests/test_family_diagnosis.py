@@ -292,3 +292,12 @@ def test_a_draft_constraint_note_and_its_fix_are_made_to_agree_within_the_notes_
                    "may need cleaning. (clean_strainer)"  # cut back to its last full sentence, then the fix
     assert faults[2]["constraint"] == {"note": "do not run it dry (replace_seal); flush the line first (flush_line)",
                                        "fix": "flush_line"}
+
+
+def test_a_draft_evidence_placeholder_the_engine_does_not_fill_is_read_as_what_it_stands_for():
+    from openadapt.families.diagnosis.domain import DiagnosisDomain
+
+    draft = {"faults": [{"id": "worn_seal", "evidence": ["WARN {failing_pump} suction pressure {n} kPa",
+                                                         "ERROR {component} {pump_id} seal leak {pct}%"]}]}
+    assert DiagnosisDomain.tidy(draft)["faults"][0]["evidence"] == [
+        "WARN {component} suction pressure {n} kPa", "ERROR {component} pump id seal leak {pct}%"]

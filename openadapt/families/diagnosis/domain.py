@@ -153,7 +153,8 @@ class DiagnosisDomain(Domain):
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
         words; fault ids and fixes spelled with hyphens or spaces become identifiers; a constraint note and its
-        fix are made to agree (`_naming_its_fix`); a log line without the component it is printed by (a fault's
+        fix are made to agree (`_naming_its_fix`); an evidence line's unknown placeholder is read as what it
+        stands for (`_known_placeholders`); a log line without the component it is printed by (a fault's
         evidence, a symptom, a background or a noise line) gets '{component}' (the 1.5B left it out of fault
         evidence through every repair round)."""
         data = dict(data)
@@ -170,7 +171,8 @@ class DiagnosisDomain(Domain):
                 note = str(constraint.get("note", "")).replace(constraint["fix"], fix)
                 fault["constraint"] = {**constraint, "fix": fix, "note": note}
             if isinstance(fault.get("evidence"), list):
-                fault["evidence"] = [_with_component(line, "ERROR", names) for line in fault["evidence"]]
+                fault["evidence"] = [_with_component(_known_placeholders(line), "ERROR", names)
+                                     for line in fault["evidence"]]
         if faults:
             texts = [" ".join(str(e) for e in f.get("evidence", [])) for f in faults]
             for i, fault in enumerate(faults):
@@ -357,6 +359,22 @@ def _with_dependency(line, names: list[str]):
         return line
     for (_, name), placeholder in zip(found, ("{component}", "{dependency}"), strict=True):
         line = re.sub(_named(name), placeholder, line)
+    return line
+
+
+_EVIDENCE_PLACEHOLDERS = ("component", *NUMBER_PLACEHOLDERS)
+
+
+def _known_placeholders(line):
+    """An evidence line's placeholders the engine does not fill: the first stands for the faulty component where
+    the line has no '{component}' (the 1.5B wrote 'WARN {failing_pump} ...'), any other becomes its words
+    ('{pump_id}' -> 'pump id')."""
+    if not isinstance(line, str):
+        return line
+    for name in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", line):
+        if name not in _EVIDENCE_PLACEHOLDERS:
+            stands = "{component}" if "{component}" not in line else name.replace("_", " ")
+            line = line.replace("{" + name + "}", stands, 1)
     return line
 
 
