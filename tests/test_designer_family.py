@@ -375,6 +375,27 @@ def test_a_top_up_keeps_the_lines_as_written_where_the_tidy_would_take_them_past
     assert len(set(lines)) == len(lines) >= 4
 
 
+def test_a_line_asked_for_again_after_a_repeat_is_sampled_with_another_seed(llm, world):
+    class RepeatsTwice(ScriptedModel):
+        def answer(self, text, title):
+            if "one more line for the domain's `noise_lines`" in text and self.schema and self.repeats:
+                self.repeats -= 1
+                return {"line": world["noise_lines"][0]}  # a line already there
+            return super().answer(text, title)
+
+    world["noise_lines"] = [world["noise_lines"][0]] * 5  # one distinct line of the four the domain needs
+    model = RepeatsTwice(world)
+    model.repeats = 2
+    llm.responder = model
+    backend = LLMClient(LLMConfig(base_url=llm.base_url, model="designer-1", api_key=KEY, backoff_s=0.01, seed=7))
+    candidate = FamilyDomainDesigner(backend, "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asks = [r for r in llm.requests if "one more line for the domain's `noise_lines`" in r["messages"][-1]["content"]]
+    seeds = [r["seed"] for r in asks]
+    assert len(seeds) >= 4 and seeds[0] == 7 and len(set(seeds)) == len(seeds)  # the same words never the same seed
+    assert [r.get("temperature") for r in asks[1:]] == [0.9] * (len(asks) - 1)
+
+
 def test_lines_of_json_debris_are_dropped_and_the_list_completed_line_by_line(llm, world):
     lines = world["noise_lines"][:3]  # one fewer than the domain's minimum of four once the debris is gone
     world["noise_lines"] = [lines[0], "INFO {component} ]", *lines[1:], "INFO {component} ,  {"]
@@ -645,18 +666,19 @@ def test_a_log_line_taking_a_phrase_of_the_worked_example_is_reworded_aside_and_
 
 @pytest.mark.parametrize("fixed", [True, False])
 def test_one_wrong_log_line_of_an_item_is_asked_for_alone_and_kept_only_if_right(llm, world, fixed):
-    bad = "ERROR {component} stalled at {rpm} rpm"  # a placeholder the engine does not fill: the check names it
+    bad = "ERROR {component} pump motor stalled at {n} rpm 无法启动"  # breaks into another script, no sentence to keep
     broken = {"domain.faults[0]": {**world["faults"][0], "evidence": [bad, *world["faults"][0]["evidence"][1:]]}}
 
     model = OneTextReply(world, "Line 1 of `evidence` of `domain.faults[0]` has a problem",
-                         "ERROR {component} scripted fixed line" if fixed else "ERROR {component} at {rpm}",
+                         "ERROR {component} scripted fixed line" if fixed else "ERROR {component} motor stalled 停止",
                          break_once=broken)
     llm.responder = model
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
     candidate = designer.design()
     assert candidate.usable, candidate.problems
     (ask,) = [a for a in model.asked if a.startswith("Line 1 of `evidence` of `domain.faults[0]` has a problem")]
-    assert "rpm" in ask.split("It reads:")[0] and repr(bad) in ask and '"runbook"' in ask  # problem, line, item
+    # the problem, the line and the item
+    assert "another script" in ask.split("It reads:")[0] and repr(bad) in ask and '"runbook"' in ask
     whole = any(a.startswith("Your `domain.faults[0]` has problems") for a in model.asked)
     evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["evidence"]
     if fixed:  # the line alone was rewritten, the item kept

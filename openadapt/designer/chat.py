@@ -126,8 +126,9 @@ class ChatBackend(Protocol):
     """A chat model the designer can ask. Implementations: `LocalLLM`, `LLMClient`."""
 
     def complete(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int | None = None,
-                 temperature: float | None = None) -> Completion:
-        """`temperature` overrides the backend's sampling temperature for this request (the seed stays)."""
+                 temperature: float | None = None, reseed: int = 0) -> Completion:
+        """`temperature` overrides the backend's sampling temperature for this request; `reseed` is added to its
+        seed (a request asked again with the same prompt and seed gets the same answer, however hot)."""
 
     def describe(self) -> BackendInfo: ...
 

@@ -76,14 +76,14 @@ class LLMClient:
                                              max_tokens=c.max_tokens))
 
     def complete(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int | None = None,
-                 temperature: float | None = None) -> Completion:
+                 temperature: float | None = None, reseed: int = 0) -> Completion:
         started = time.monotonic()
         retries: list[str] = []
         extra: dict = {}
         if self.config.top_p is not None:
             extra["top_p"] = self.config.top_p
         if self.config.seed is not None:
-            extra["seed"] = self.config.seed
+            extra["seed"] = self.config.seed + reseed
         if schema is not None:
             extra["response_format"] = self._response_format(schema)
         for attempt in range(self.config.max_retries + 1):

@@ -100,7 +100,7 @@ class PieceRepairs:
         item = list_item_model(self._family.domain.model_fields[piece.field].annotation)
         guide = item.model_fields[key_name].description or ""
         said = ""
-        for _ in range(2 * len(keys)):
+        for tries in range(2 * len(keys)):
             if len(kept) >= len(keys):
                 break
             try:
@@ -108,7 +108,7 @@ class PieceRepairs:
                     f"{self._world_so_far()}{said}Name one more of the `{piece.field}` of this world: its "
                     f"`{key_name}` as JSON {{\"name\": ...}}, another one than every one of {json.dumps(kept)}, "
                     f"not a numbered copy of one. Each `{key_name}`: {guide}", one, max_tokens=60,
-                    temperature=REPEAT_TEMPERATURE).name
+                    temperature=REPEAT_TEMPERATURE, reseed=tries).name
             except (ReplyError, ValidationError):
                 return False
             if new.lower() in {k.lower() for k in kept} or _base(new) in repeated_bases:
@@ -142,8 +142,10 @@ class PieceRepairs:
         enough = int(wanted.group(1))
         guide = named_description(self._family.domain, piece.field, self._pieces)
         one = create_model("OneLine", line=(piece.model.model_fields["items"].annotation.__args__[0], ...))
-        repeated, hot = "", False  # after a repeat, the rest is sampled hotter: at 0.2 the model repeats again
-        for _ in range(2 * need):
+        # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another
+        # seed: with the same words and seed, run 14's 1.5B sent one symptom line back six times at 0.9.
+        repeated, hot = "", False
+        for tries in range(2 * need):
             if len(lines) >= need:
                 break
             # as the model writes them: with the names its description shows, where the lines have placeholders
@@ -152,7 +154,7 @@ class PieceRepairs:
                 line = self._session.ask_aside(
                     f"{repeated}Write one more line for the domain's `{piece.field}` ({guide}) as JSON "
                     f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(shown)}",
-                    one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None).line.strip()
+                    one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None, reseed=tries).line.strip()
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
@@ -241,10 +243,10 @@ class PieceRepairs:
                 # Aside, and once more hotter if the answer is a line already there (the 1.5B often sends one of
                 # the lines it was told to differ from); then the item is rewritten whole.
                 said = ""
-                for _ in range(2):
+                for tries in range(2):
                     again = f"{said!r} is already there. " if said else ""
                     text = self._session.ask_aside(f"{self._world_so_far()}{again}{instruction}", one, max_tokens=160,
-                                                   schema=bounded(one.model_json_schema()),
+                                                   schema=bounded(one.model_json_schema()), reseed=tries,
                                                    temperature=REPEAT_TEMPERATURE if said else None).text.strip()
                     if text not in siblings:
                         break

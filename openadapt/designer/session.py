@@ -67,18 +67,20 @@ class Session:
 
     def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
                   schema: dict[str, Any] | None = None, temperature: float | None = None,
-                  turn: str | None = None) -> BaseModel:
+                  turn: str | None = None, reseed: int = 0) -> BaseModel:
         """One constrained request outside the conversation: the system prompt and the task (the first part of
         the opening message, before the worked example), then the instruction. For a small model that keeps
         copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
         answer joins the conversation as that piece's latest turn (later pieces see it). `temperature` overrides
-        the backend's for this request (a repeat asked again gets more varied words). `turn` is the request as the
-        conversation records it (default: the instruction): a short one costs the next conversation request less
-        to evaluate (five faults asked aside with the field guide cost 2,000-odd prompt tokens more)."""
+        the backend's for this request (a repeat asked again gets more varied words), and `reseed` is added to its
+        seed (asked again in the same words, the model gives the same answer at any temperature). `turn` is the
+        request as the conversation records it (default: the instruction): a short one costs the next conversation
+        request less to evaluate (five faults asked aside with the field guide cost 2,000-odd prompt tokens
+        more)."""
         self.deadline.check()
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
-        hotter = {} if temperature is None else {"temperature": temperature}
+        hotter = ({} if temperature is None else {"temperature": temperature}) | ({"reseed": reseed} if reseed else {})
         completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens,
                                            **hotter)
         self.record(completion, key, aside=True)

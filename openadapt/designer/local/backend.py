@@ -176,7 +176,7 @@ class LocalLLM:
             return _option_logprobs(self._loaded.llama, messages, options, self._loaded.saved)
 
     def complete(self, messages: list[Message], *, schema: dict | None = None, max_tokens: int | None = None,
-                 temperature: float | None = None) -> Completion:
+                 temperature: float | None = None, reseed: int = 0) -> Completion:
         import llama_cpp
 
         grammar = self.grammar_for(schema) if schema is not None else None
@@ -190,7 +190,8 @@ class LocalLLM:
                 temperature = s.temperature if temperature is None else temperature
                 response = llama.create_chat_completion(
                     messages=messages, temperature=temperature, top_p=s.top_p, top_k=s.top_k, min_p=s.min_p,
-                    seed=s.seed, max_tokens=max_tokens or s.max_tokens, grammar=grammar, stream=False)
+                    seed=None if s.seed is None else s.seed + reseed, max_tokens=max_tokens or s.max_tokens,
+                    grammar=grammar, stream=False)
             except ValueError as exc:
                 if "exceed context window" in str(exc):
                     raise LocalLLMError(f"the prompt does not fit the local model's context ({exc}): raise n_ctx "
