@@ -394,6 +394,9 @@ def test_a_line_asked_for_again_after_a_repeat_is_sampled_with_another_seed(llm,
     seeds = [r["seed"] for r in asks]
     assert len(seeds) >= 4 and seeds[0] == 7 and len(set(seeds)) == len(seeds)  # the same words never the same seed
     assert [r.get("temperature") for r in asks[1:]] == [0.9] * (len(asks) - 1)
+    example = "e.g. 'INFO {component} defrost cycle completed on schedule'"  # the description's own example line
+    assert example in asks[0]["messages"][-1]["content"]
+    assert not any(example in r["messages"][-1]["content"] for r in asks[1:])  # not shown again after a repeat
 
 
 def test_lines_of_json_debris_are_dropped_and_the_list_completed_line_by_line(llm, world):
