@@ -77,6 +77,8 @@ class ScriptedModel:
             field, taken = match.group(1), set(re.findall(r'"([^"]+)"', text.split("every one of ")[1].split("]")[0]))
             key = "name" if field == "components" else "id"
             return {"name": next(i[key] for i in self.world[field] if i[key] not in taken)}
+        if (match := re.search(r"entry .* needs another `(\w+)`", text)):
+            return {match.group(1): f"scripted_reading_{len(self.asked)}"}
         if " repeats another item's" in text:
             return {"text": f"scripted note number {len(self.asked)}, in its own words"}
         if text.startswith("The name "):
@@ -447,9 +449,24 @@ def test_lines_the_tidy_makes_one_and_a_text_breaking_into_another_script_are_me
     assert domain["components"][2]["note"] == f"{note.rstrip('.')}."  # cut back to its last full sentence
 
 
+def test_a_reading_named_twice_in_a_fault_is_renamed_alone_aside(llm, world):
+    fault = dict(world["faults"][1])
+    fault["metrics"] = [fault["metrics"][0], {**fault["metrics"][1], "name": fault["metrics"][0]["name"]}]
+    model = ScriptedModel(world, break_once={"domain.faults[1]": fault})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [r for r in llm.requests if "needs another `name`" in r["messages"][-1]["content"]]
+    assert len(ask["messages"]) == 2 and ask["response_format"]["json_schema"]["schema"]["properties"]["name"][
+        "pattern"] == "^[a-z][a-z0-9_]*$"  # aside, under the name's own pattern
+    assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten
+    metrics = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["metrics"]
+    assert metrics[0]["name"] == fault["metrics"][0]["name"] and metrics[1]["name"].startswith("scripted_reading_")
+
+
 def test_a_fault_written_aside_is_shown_its_own_answer_when_asked_to_fix_it(llm, world):
     fault = dict(world["faults"][1])
-    fault["metrics"] = [fault["metrics"][0], fault["metrics"][0]]  # a reading named twice
+    fault["metrics"] = [{**fault["metrics"][0], "faulty": fault["metrics"][0]["healthy"]}, fault["metrics"][1]]
     model = ScriptedModel(world, break_once={"domain.faults[1]": fault})
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
@@ -458,7 +475,7 @@ def test_a_fault_written_aside_is_shown_its_own_answer_when_asked_to_fix_it(llm,
                  if "Your `domain.faults[1]` has problems" in r["messages"][-1]["content"]]
     assert len(repair) == 2 and "Here is a worked example" not in json.dumps(repair)  # aside
     asked = repair[1]["content"]
-    assert "is already used by domain.faults[1].metrics[0]" in asked
+    assert "healthy and faulty values are equal" in asked
     assert f"As you wrote it: {{\"id\":\"{fault['id']}\"" in asked and "`evidence`: Log lines" in asked
 
 

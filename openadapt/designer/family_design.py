@@ -365,7 +365,8 @@ class FamilyDomainDesigner(PieceRepairs):
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
             parts: set[str] = set()
             for problem in problems:
-                if (self._rename_if_key(problem) or self._top_up(problem) or self._reword(problem)
+                if (self._rename_if_key(problem) or self._top_up(problem) or self._rename_nested(problem)
+                        or self._reword(problem)
                         or self._rewrite_text(problem) or self._deepen(problem)
                         or self._rewrite_part(problem, parts)):
                     continue

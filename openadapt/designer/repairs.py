@@ -188,6 +188,38 @@ class PieceRepairs:
         tidied = self._family.domain.tidy({**self._draft(), field_name: [line]}).get(field_name)
         return tidied[0] if isinstance(tidied, list) and len(tidied) == 1 and isinstance(tidied[0], str) else line
 
+    def _rename_nested(self, problem: DomainProblem) -> bool:
+        """The name of a record in an item's list (`faults[0].metrics[1].name`) that repeats another's or copies
+        the worked example is asked for alone, aside, under the name field's own pattern, different from its
+        siblings' names: rewriting the whole fault gave run 16's 1.5B four `water_pressure` readings again."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]\.(name|id)$", problem.path)
+        if not match or not ("is already used by" in problem.message or "worked example" in problem.message):
+            return False
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
+                      and p.value is not None), None)
+        records = getattr(piece.value, match.group(3), None) if piece is not None else None
+        k, key = int(match.group(4)), match.group(5)
+        if not isinstance(records, list) or k >= len(records) or not hasattr(records[k], key):
+            return False
+        record = records[k]
+        others = [getattr(r, key) for i, r in enumerate(records) if i != k]
+        one = create_model("OneName", name=(str, type(record).model_fields[key]))
+        try:
+            new = self._session.ask_aside(
+                f"{self._world_so_far()}In `{piece.path}` ({_identity(piece)}), the `{match.group(3)}` entry "
+                f"{record.model_dump_json()} needs another `{key}`: {problem.message}. Write one as JSON "
+                f"{{\"{key}\": ...}} that says what this entry is, different from every one of: {json.dumps(others)}",
+                one, max_tokens=60, schema=bounded(one.model_json_schema())).name.strip()
+            if new in others or new == getattr(record, key):
+                return False
+            data = piece.value.model_dump()
+            data[match.group(3)][k][key] = new
+            piece.value = piece.model.model_validate(data)
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("renamed", self._attempt, f"{problem.path.removeprefix('domain.')} -> {new}")
+        return True
+
     def _reword(self, problem: DomainProblem) -> bool:
         """One text of a list item with a problem is asked for on its own, the rest of the item kept: a field
         (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`).
