@@ -452,13 +452,20 @@ def test_lines_the_tidy_makes_one_and_a_text_breaking_into_another_script_are_me
 def test_a_reading_named_twice_in_a_fault_is_renamed_alone_aside(llm, world):
     fault = dict(world["faults"][1])
     fault["metrics"] = [fault["metrics"][0], {**fault["metrics"][1], "name": fault["metrics"][0]["name"]}]
-    model = ScriptedModel(world, break_once={"domain.faults[1]": fault})
+    class TakenFirst(ScriptedModel):
+        def answer(self, text, title):
+            if "needs another `name`" in text and "is taken" not in text:
+                return {"name": fault["metrics"][0]["name"]}  # the name already there, once
+            return super().answer(text, title)
+
+    model = TakenFirst(world, break_once={"domain.faults[1]": fault})
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems
-    (ask,) = [r for r in llm.requests if "needs another `name`" in r["messages"][-1]["content"]]
-    assert len(ask["messages"]) == 2 and ask["response_format"]["json_schema"]["schema"]["properties"]["name"][
+    first, again = [r for r in llm.requests if "needs another `name`" in r["messages"][-1]["content"]]
+    assert len(first["messages"]) == 2 and first["response_format"]["json_schema"]["schema"]["properties"]["name"][
         "pattern"] == "^[a-z][a-z0-9_]*$"  # aside, under the name's own pattern
+    assert "is taken" in again["messages"][-1]["content"] and again["temperature"] == 0.9  # once more, hotter
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten
     metrics = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["metrics"]
     assert metrics[0]["name"] == fault["metrics"][0]["name"] and metrics[1]["name"].startswith("scripted_reading_")

@@ -204,13 +204,20 @@ class PieceRepairs:
         record = records[k]
         others = [getattr(r, key) for i, r in enumerate(records) if i != k]
         one = create_model("OneName", name=(str, type(record).model_fields[key]))
+        said = ""
         try:
-            new = self._session.ask_aside(
-                f"{self._world_so_far()}In `{piece.path}` ({_identity(piece)}), the `{match.group(3)}` entry "
-                f"{record.model_dump_json()} needs another `{key}`: {problem.message}. Write one as JSON "
-                f"{{\"{key}\": ...}} that says what this entry is, different from every one of: {json.dumps(others)}",
-                one, max_tokens=60, schema=bounded(one.model_json_schema())).name.strip()
-            if new in others or new == getattr(record, key):
+            for tries in range(2):  # once more, hotter and with another seed, if it names one that is taken
+                new = self._session.ask_aside(
+                    f"{self._world_so_far()}{said}In `{piece.path}` ({_identity(piece)}), the `{match.group(3)}` "
+                    f"entry {record.model_dump_json()} needs another `{key}`: {problem.message}. Write one as JSON "
+                    f"{{\"{key}\": ...}}: another {match.group(3).rstrip('s')} than every one of "
+                    f"{json.dumps([*others, getattr(record, key)])}.", one, max_tokens=60, reseed=tries,
+                    schema=bounded(one.model_json_schema()),
+                    temperature=REPEAT_TEMPERATURE if tries else None).name.strip()
+                if new not in others and new != getattr(record, key):
+                    break
+                said = f"{new!r} is taken. "
+            else:
                 return False
             data = piece.value.model_dump()
             data[match.group(3)][k][key] = new
