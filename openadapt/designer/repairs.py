@@ -143,7 +143,7 @@ class PieceRepairs:
         guide = named_description(self._family.domain, piece.field, self._pieces)
         one = create_model("OneLine", line=(piece.model.model_fields["items"].annotation.__args__[0], ...))
         # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another
-        # seed: with the same words and seed, run 14's 1.5B sent one symptom line back six times at 0.9.
+        # seed: with the same words and seed, run 14's 1.5B sent one symptom line back four times at 0.9.
         repeated, hot = "", False
         for tries in range(2 * need):
             if len(lines) >= need:
