@@ -132,9 +132,9 @@ class PieceRepairs:
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
         # Distinct as the draft has them, tidied: two lines that tidy to one count once.
-        lines, tidied = [], set()
+        lines, tidied, draft = [], set(), self._draft()
         for item in items:
-            if not is_debris(item) and (form := self._tidied(piece.field, item)) not in tidied:
+            if not is_debris(item) and (form := self._tidied(draft, piece.field, item)) not in tidied:
                 lines.append(item)
                 tidied.add(form)
         # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
@@ -161,7 +161,7 @@ class PieceRepairs:
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
                 return False
-            if line and (form := self._tidied(piece.field, line)) not in tidied and not is_debris(line):
+            if line and (form := self._tidied(draft, piece.field, line)) not in tidied and not is_debris(line):
                 lines.append(line)
                 tidied.add(form)
                 repeated = ""
@@ -182,10 +182,10 @@ class PieceRepairs:
         self.progress("completing", self._attempt, f"{piece.path}: {len(lines)} lines")
         return True
 
-    def _tidied(self, field_name: str, line: str) -> str:
-        """One line of a list as the domain's tidy leaves it in the draft ('pump-1 ... pump-2' -> '{component}
-        ... {dependency}')."""
-        tidied = self._family.domain.tidy({**self._draft(), field_name: [line]}).get(field_name)
+    def _tidied(self, draft: dict, field_name: str, line: str) -> str:
+        """One line of a list as the domain's tidy leaves it in `draft` ('pump-1 ... pump-2' -> '{component}
+        ... {dependency}'); the draft is built once per top-up, not once per line."""
+        tidied = self._family.domain.tidy({**draft, field_name: [line]}).get(field_name)
         return tidied[0] if isinstance(tidied, list) and len(tidied) == 1 and isinstance(tidied[0], str) else line
 
     def _rename_nested(self, problem: DomainProblem) -> bool:
