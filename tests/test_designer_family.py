@@ -92,6 +92,8 @@ class ScriptedModel:
                 return self.break_once.pop(path)
             return self.piece(path)
         if (match := re.match(r"Write `(\w+)` as JSON", text)):
+            if f"domain.{match.group(1)}" in self.break_once:
+                return self.break_once.pop(f"domain.{match.group(1)}")
             value = self.world[match.group(1)]
             if isinstance(value, list):  # as many as the schema asks for
                 return {"items": value[: self.schema["properties"]["items"].get("maxItems", len(value))]}
@@ -472,8 +474,7 @@ def test_a_reading_named_twice_in_a_fault_is_renamed_alone_aside(llm, world):
 
 
 def test_a_fault_written_aside_is_shown_its_own_answer_when_asked_to_fix_it(llm, world):
-    fault = dict(world["faults"][1])
-    fault["metrics"] = [{**fault["metrics"][0], "faulty": fault["metrics"][0]["healthy"]}, fault["metrics"][1]]
+    fault = {**world["faults"][1], "applies_to": ["no_such_kind"]}  # a reference: the fault is rewritten whole
     model = ScriptedModel(world, break_once={"domain.faults[1]": fault})
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
@@ -482,7 +483,7 @@ def test_a_fault_written_aside_is_shown_its_own_answer_when_asked_to_fix_it(llm,
                  if "Your `domain.faults[1]` has problems" in r["messages"][-1]["content"]]
     assert len(repair) == 2 and "Here is a worked example" not in json.dumps(repair)  # aside
     asked = repair[1]["content"]
-    assert "healthy and faulty values are equal" in asked
+    assert "is not the kind of any component" in asked
     assert f"As you wrote it: {{\"id\":\"{fault['id']}\"" in asked and "`evidence`: Log lines" in asked
 
 
@@ -774,6 +775,42 @@ def test_a_nested_record_copied_from_the_worked_example_is_asked_for_aside_out_o
     assert len(ask) == 2 and "worked example of a domain" not in ask[1]["content"]  # aside
     assert "from the worked example" in ask[1]["content"]
     assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["constraint"] == fault["constraint"]
+
+
+def test_a_record_copied_from_the_worked_example_is_written_again_aside(llm, world):
+    from openadapt.designer.family_design import pick_example
+
+    theirs = pick_example(TASK, get_family("diagnosis"))[0].dependency_status.model_dump()
+    assert theirs != world["dependency_status"]
+    model = ScriptedModel(world, break_once={"domain.dependency_status": theirs})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [r["messages"] for r in llm.requests
+              if "Your `domain.dependency_status` has problems" in r["messages"][-1]["content"]]
+    assert len(ask) == 2 and "worked example of a domain" not in ask[1]["content"]  # aside
+    assert "`degraded`" in ask[1]["content"]  # with the record's field guide
+    assert yaml.safe_load(candidate.files["domain.yaml"])["dependency_status"] == world["dependency_status"]
+
+def test_a_reading_with_equal_values_is_asked_for_alone_shown_with_its_siblings(llm, world):
+    fault = world["faults"][1]
+    flat = {**fault["metrics"][1], "faulty": fault["metrics"][1]["healthy"]}  # a reading that shows nothing
+    ask_for = "`domain.faults[1].metrics[1]` has problems"
+
+    class ReadingReply(ScriptedModel):
+        def answer(self, text, title):
+            return fault["metrics"][1] if ask_for in text else super().answer(text, title)
+
+    model = ReadingReply(world, break_once={"domain.faults[1]": {**fault, "metrics": [fault["metrics"][0], flat,
+                                                                                       *fault["metrics"][2:]]}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [a for a in model.asked if a.startswith(ask_for)]
+    assert "healthy and faulty values are equal" in ask and fault["metrics"][0]["name"] in ask  # its siblings
+    assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten
+    written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]
+    assert written["metrics"] == fault["metrics"] and written["evidence"] == fault["evidence"]
 
 
 def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_below_the_schemas_minimum():

@@ -256,6 +256,21 @@ def test_a_fault_reading_named_twice_and_json_debris_for_a_log_line_are_problems
     assert "JSON or markdown syntax" in problems["domain.noise_lines[1]"]
 
 
+
+def test_a_constraint_calling_for_another_faults_usual_fix_is_told_every_usual_fix():
+    from openadapt.families import get_family
+    from openadapt.families.domain import DomainError
+
+    data = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    theirs = data["faults"][0]["fix"]
+    note = data["faults"][1]["constraint"]["note"].replace(data["faults"][1]["constraint"]["fix"], theirs)
+    data["faults"][1]["constraint"] = {"note": note, "fix": theirs}
+    with pytest.raises(DomainError) as caught:
+        get_family("diagnosis").parse_domain(data)
+    message = {p.path: p.message for p in caught.value.problems}["domain.faults[1].constraint.fix"]
+    assert "another fault's usual fix" in message
+    assert all(repr(f["fix"]) in message for f in data["faults"])  # what it must differ from
+
 def test_a_draft_fault_id_or_fix_spelled_with_hyphens_becomes_the_identifier_it_means():
     from openadapt.families.diagnosis.domain import DiagnosisDomain
 

@@ -32,6 +32,7 @@ import re
 import time
 import typing
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -285,11 +286,15 @@ class FamilyDomainDesigner(PieceRepairs):
         self._session.order = [p.path for p in self._pieces]
 
     def _write(self, piece: Piece, problems: list[str] | None = None) -> None:
-        instruction = instruction_for(piece, self._pieces, self._family, problems)
+        # A record that copied the worked example is written again aside, out of its sight: rewritten in the
+        # conversation, run 18's pump plant took the example's `dependency_status` texts back word for word.
+        aside = piece.aside or (piece.field is not None and not piece.keys
+                                and any("from the worked example" in p for p in problems or ()))
+        instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
         started = time.monotonic()
         try:
             schema = constrained_schema(piece, self._pieces, self._family.domain)
-            if piece.aside:  # the worked example's lines are not in sight, so they are not copied
+            if aside:  # the worked example's lines are not in sight, so they are not copied
                 piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
                                                       max_tokens_for(piece, self._example), key=piece.path,
                                                       schema=schema, turn=instruction.split("\n")[0])

@@ -400,44 +400,58 @@ class PieceRepairs:
         return max(chain_ends(names, needs).values()) >= wanted
 
     def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
-        """A problem inside a record nested in a list item (`faults[0].constraint.fix`) is fixed by asking for
-        that record alone, with the problems and the item as it stands: rewriting the whole item costs every
+        """A problem inside a record nested in a list item (`faults[0].constraint.fix`), or with one record of a
+        list inside it (`faults[2].metrics[1]`, a reading whose healthy and faulty values are equal), is fixed by
+        asking for that record alone, with the problems and the item as it stands: rewriting the whole item costs every
         field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix). A
         record copied from the worked example is asked for aside, out of the example's sight: in the
         conversation the 1.5B wrote the Kubernetes example's node-pool note back into a pump fault every round."""
-        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\.", problem.path)
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?(?:\.|$)", problem.path)
         piece = next((p for p in self._pieces if match and p.field == match.group(1)
                       and p.index == int(match.group(2)) and p.value is not None), None)
         name = match.group(3) if match else ""
         info = piece.model.model_fields.get(name) if piece is not None else None
-        if info is None or not is_model(info.annotation):
+        k = None if not match or match.group(4) is None else int(match.group(4))
+        part = info and (info.annotation if k is None else list_item_model(info.annotation))
+        if not is_model(part) or (k is not None and k >= len(getattr(piece.value, name))):
             return False
-        part = info.annotation
-        at = f"{piece.path}.{name}"
+        at = f"{piece.path}.{name}" + ("" if k is None else f"[{k}]")
         if at in done:  # one request per record and round, with all of its problems
             return True
         done.add(at)
-        problems = [str(p) for p in self._check() if p.path.startswith(at + ".") or p.path == at]
-        rest = {k: v for k, v in piece.value.model_dump(mode="json").items() if k != name}
+        problems = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+        item = piece.value.model_dump(mode="json")
+        # A record of a list (a fault's reading) is shown with its siblings; a record field with the item's rest.
+        rest = item if k is not None else {key: v for key, v in item.items() if key != name}
         instruction = (f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
-                       f"\nThe rest of `{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
+                       f"\n`{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
                        f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{field_guide(part.model_fields)}")
-        room = max(200, max_tokens_for(piece, self._example) // 2)
+        room = max(200, max_tokens_for(piece, self._example) // (2 if k is None else 4))
+
+        def put(value: typing.Any) -> None:
+            data = piece.value.model_dump()
+            if k is None:
+                data[name] = value.model_dump()
+            else:
+                data[name][k] = value.model_dump()
+            piece.value = piece.model.model_validate(data)
+
         try:
             if any("from the worked example" in p for p in problems):
                 value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", part, max_tokens=room)
             else:
                 value = self._session.ask(instruction, part, max_tokens=room)
-            piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
-            still = [str(p) for p in self._check() if p.path.startswith(at + ".") or p.path == at]
+            put(value)
+            still = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
             if still and set(still) & set(problems):
-                # The same mistake again (a constraint whose fix is still the usual fix, four attempts running):
-                # once more, aside and hotter, shown what it wrote.
+                # The same mistake again (a constraint whose fix is still the usual fix, four attempts running;
+                # a reading whose healthy and faulty values stayed equal in whole rewrites of the fault): once
+                # more, aside and hotter, shown what it wrote.
                 value = self._session.ask_aside(
                     f"{self._world_so_far()}You wrote `{at}` as {value.model_dump_json()}, and it still has "
                     f"problems:\n" + "\n".join(f"- {p}" for p in still[:6]) + f"\n{instruction}", part,
                     max_tokens=room, temperature=REPEAT_TEMPERATURE)
-                piece.value = piece.model.model_validate({**piece.value.model_dump(), name: value.model_dump()})
+                put(value)
         except (ReplyError, ValidationError):
             return False
         self.progress("rewrote", self._attempt, at.removeprefix("domain."))

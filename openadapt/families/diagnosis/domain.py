@@ -250,7 +250,8 @@ class DiagnosisDomain(Domain):
                                        "makes it wrong)"))
             elif fault.constraint.fix in fixes:
                 p.append(DomainProblem(path=f"{at}.constraint.fix", message=(
-                    f"{fault.constraint.fix!r} is another fault's usual fix; a constrained fix must be its own")))
+                    f"{fault.constraint.fix!r} is another fault's usual fix; a constrained fix must be its own, "
+                    f"none of the usual fixes {sorted(fixes)}")))
             if fault.constraint.fix not in fault.constraint.note:
                 p.append(DomainProblem(path=f"{at}.constraint.note",
                                        message=f"must name the fix it calls for ({fault.constraint.fix!r})"))
