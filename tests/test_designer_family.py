@@ -81,8 +81,8 @@ class ScriptedModel:
             return {match.group(1): f"scripted_reading_{len(self.asked)}"}
         if " repeats another item's" in text:
             return {"text": f"scripted note number {len(self.asked)}, in its own words"}
-        if text.startswith("The name "):
-            return {"name": "renamed-" + str(len(self.asked))}
+        if text.startswith("The name "):  # a name of its own each time (a number would make numbered copies)
+            return {"name": "renamed-" + "".join(chr(97 + int(d)) for d in str(len(self.asked)))}
         if text.startswith("Write the domain's header fields"):
             return {k: v for k, v in self.world.items() if not isinstance(v, (list, dict))}
         if (match := re.match(r"Write `(\w+)` item (\d+) of (\d+)", text)):
@@ -848,7 +848,7 @@ def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world)
             if "Name one more of the `faults`" in text:
                 return {"name": "pump_fails"}
             if text.startswith("The name 'pump_fails'"):
-                return {"name": f"renamed_{len(self.asked)}"}
+                return {"name": "renamed_" + "".join(chr(97 + int(d)) for d in str(len(self.asked)))}
             value = super().answer(text, title)
             if re.match(r"Write `faults` item \d+ of \d+", text):
                 value = {**value, "id": "pump_fails"}
@@ -861,6 +861,8 @@ def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world)
     assert candidate.usable, candidate.problems
     ids = [f["id"] for f in yaml.safe_load(candidate.files["domain.yaml"])["faults"]]
     assert ids[0] == "pump_fails" and len(set(ids)) == len(ids) and all(i.startswith("renamed_") for i in ids[1:])
+    # a key with two problems (repeated, and one of many copies) is renamed once: the other problem is stale
+    assert not any(a.startswith("The name 'renamed_") for a in model.asked)
 
 
 def test_keys_with_repeats_are_completed_one_at_a_time_refusing_numbered_copies(llm, world):
@@ -888,6 +890,42 @@ def test_keys_with_repeats_are_completed_one_at_a_time_refusing_numbered_copies(
     assert "worked example" not in asks[0]["messages"][-1]["content"]  # asked aside, with the world so far
     assert not any(a.startswith("Your `domain.faults.keys` has problems") for a in model.asked)
 
+
+
+def test_component_names_that_are_mostly_numbered_copies_keep_half_and_are_completed_with_other_parts(llm, world):
+    class NumberedPumps(ScriptedModel):  # names every component 'pump-N'
+        def answer(self, text, title):
+            if text.startswith("First name the `components`"):
+                count = self.schema["properties"]["items"]["maxItems"]
+                return {"items": [f"pump-{i + 1}" for i in range(count)]}
+            return super().answer(text, title)
+
+    model = NumberedPumps(world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    designer.design()
+    names = next(p for p in designer._pieces if p.keys and p.field == "components").value.items
+    half = len(names) // 2
+    assert names[:half] == [f"pump-{i + 1}" for i in range(half)]  # the first half of the copies is kept
+    assert not any(n.startswith("pump") for n in names[half:]) and len(set(names)) == len(names)
+    asks = [r["messages"][-1]["content"] for r in llm.requests if "Name one more of the `components`" in
+            r["messages"][-1]["content"]]
+    assert len(asks) == len(names) - half and "not a numbered copy" in asks[0]
+
+
+def test_a_domain_whose_components_are_mostly_numbered_copies_of_one_name_has_a_problem_per_extra_copy():
+    from openadapt.families.domain import DomainError
+
+    data = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    renames = {c["name"]: f"pump-{i + 1}" for i, c in enumerate(data["components"])}
+    text = json.dumps(data)
+    for old, new in sorted(renames.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(f'"{old}"', f'"{new}"')
+    with pytest.raises(DomainError) as caught:
+        get_family("diagnosis").parse_domain(json.loads(text))
+    flagged = sorted(p.path for p in caught.value.problems if "numbered copies" in p.message)
+    n = len(renames)
+    assert flagged == sorted(f"domain.components[{i}].name" for i in range(n // 2, n))
 
 def test_a_reply_cut_off_at_the_token_limit_is_asked_again_with_room_and_its_tail_is_kept(llm, world):
     model = ScriptedModel(world)

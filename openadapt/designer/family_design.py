@@ -60,7 +60,7 @@ from openadapt.designer.session import Session
 from openadapt.envpkg.render import family_package
 from openadapt.families import all_families
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, DomainError, DomainProblem
+from openadapt.families.domain import Domain, DomainError, DomainProblem, numbered_copies
 from openadapt.families.yamlio import dump_domain
 
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
@@ -302,10 +302,14 @@ class FamilyDomainDesigner(PieceRepairs):
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),
                                                 key=piece.path, schema=schema, apart=self._siblings(piece))
             if piece.keys and problems is None:
-                repeated = [k for i, k in enumerate(piece.value.items) if k.lower() in
-                            [x.lower() for x in piece.value.items[:i]]]
-                if repeated and not self._distinct_keys(piece):
-                    self._write(piece, problems=[f"{', '.join(repeated)} repeated: every one must differ"])
+                keys = piece.value.items
+                repeated = [k for i, k in enumerate(keys) if k.lower() in [x.lower() for x in keys[:i]]]
+                copies = ([keys[i] for i in numbered_copies(keys)]
+                          if piece.field in self._family.domain.VARIED_KEYS else [])
+                if (repeated or copies) and not self._distinct_keys(piece):
+                    said = [f"{', '.join(repeated)} repeated: every one must differ"] if repeated else []
+                    said += [f"{', '.join(copies)}: numbered copies of one name; name other parts"] if copies else []
+                    self._write(piece, problems=said)
         except OutOfTime:
             if piece.value is None:
                 if not self._unwritten:

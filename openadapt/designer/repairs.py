@@ -27,7 +27,7 @@ from openadapt.designer.pieces import (
 )
 from openadapt.designer.session import Session
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, DomainProblem, is_debris
+from openadapt.families.domain import Domain, DomainProblem, is_debris, key_base, numbered_copies
 
 REPEAT_TEMPERATURE = 0.9  # a line asked for again after the model repeated one
 
@@ -56,6 +56,9 @@ class PieceRepairs:
         if keys_piece is None or keys_piece.value is None:
             return False
         old = keys_piece.value.items[index]
+        quoted = re.match(r"^'([^']*)'", problem.message)
+        if quoted and key_base(quoted.group(1)) != key_base(old) and quoted.group(1).lower() != old.lower():
+            return True  # renamed since the check (a key with two problems): the next round's check sees it anew
         single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
         taken = ", ".join(keys_piece.value.items)
         try:
@@ -68,7 +71,8 @@ class PieceRepairs:
         # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
         # a key of its own is renamed everywhere it is used (the item and every reference to it).
         shared = keys.count(old) > 1
-        if new.lower() in {k.lower() for k in keys} or (shared and _base(new) == _base(old)):
+        copy = shared or "numbered copies" in problem.message
+        if new.lower() in {k.lower() for k in keys} or (copy and key_base(new) == key_base(old)):
             return False  # taken, or a numbered copy of the shared key ('pump_fails_2'): no new thing
         keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k
                                                    for i, k in enumerate(keys)])
@@ -84,16 +88,20 @@ class PieceRepairs:
         return True
 
     def _distinct_keys(self, piece: Piece) -> bool:
-        """A list of keys with repeats (a small model names five faults 'pump_fails') keeps its distinct keys and is
-        completed one new key at a time, each different from those it has and no numbered copy of a repeated
-        one: asked for the whole list again, the model sent the same repeats back, and asked to rename one, it
-        answered 'pump_fails_2'. Each is sampled hotter (REPEAT_TEMPERATURE): the model has repeated itself."""
+        """A list of keys with repeats (a small model names five faults 'pump_fails'), or mostly numbered copies of
+        one name where the domain wants varied keys ('pump-1' .. 'pump-6'), keeps its distinct keys (and the first
+        half of the copies) and is completed one new key at a time, each different from those it has and no
+        numbered copy of a repeated one: asked for the whole list again, the model sent the same repeats back, and
+        asked to rename one, it answered 'pump_fails_2'. Each is sampled hotter (REPEAT_TEMPERATURE): the model
+        has repeated itself."""
         keys = list(piece.value.items)
+        copies = set(numbered_copies(keys)) if piece.field in self._family.domain.VARIED_KEYS else set()
         kept: list[str] = []
-        for key in keys:
-            if key.lower() not in {k.lower() for k in kept}:
+        for i, key in enumerate(keys):
+            if i not in copies and key.lower() not in {k.lower() for k in kept}:
                 kept.append(key)
-        repeated_bases = {_base(k) for k in keys if [x.lower() for x in keys].count(k.lower()) > 1}
+        repeated_bases = {key_base(k) for k in keys if [x.lower() for x in keys].count(k.lower()) > 1}
+        repeated_bases |= {key_base(keys[i]) for i in copies}
         key_type = piece.model.model_fields["items"].annotation.__args__[0]
         one = create_model("OneKey", name=(key_type, ...))
         key_name = self._family.domain.KEYS[piece.field]
@@ -111,7 +119,7 @@ class PieceRepairs:
                     temperature=REPEAT_TEMPERATURE, reseed=tries).name
             except (ReplyError, ValidationError):
                 return False
-            if new.lower() in {k.lower() for k in kept} or _base(new) in repeated_bases:
+            if new.lower() in {k.lower() for k in kept} or key_base(new) in repeated_bases:
                 said = f"{new!r} is taken. "
             else:
                 kept.append(new)
@@ -474,11 +482,6 @@ def chain_ends(names: list[str], needs: dict[str, list[str]]) -> dict[str, int]:
         length[name] = 1 + max((length[a] for a in names[:names.index(name)] if name in needs.get(a, [])),
                                default=0)
     return length
-
-
-def _base(key: str) -> str:
-    """A key without a trailing number: 'pump_fails_2' and 'pump-fails' are 'pump_fails'."""
-    return re.sub(r"[-_. ]?\d+$", "", key.lower()).replace("-", "_")
 
 
 def _identity(piece: Piece) -> str:

@@ -125,6 +125,10 @@ class Domain(DomainPart):
     # placeholders' place (a small model fills '{dependency}' with a noun of its own, 'request to pump outlet
     # timed out', but writes 'pump-2' back where it was shown 'pump-2'); `tidy` puts the placeholders back.
     NAMED_LINES: ClassVar[dict[str, dict[str, str]]] = {}
+    # Keyed lists whose items must be different things, so that at most half of the keys may be numbered copies
+    # of one name: the parts of one system depending on each other ('pump-1' .. 'pump-6', all of kind pump, made
+    # a farm's irrigation system of six pumps needing each other; its wells, filters and valves were missing).
+    VARIED_KEYS: ClassVar[frozenset[str]] = frozenset()
 
     title: str = Field(min_length=3, max_length=80, description=(
         "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "
@@ -143,7 +147,16 @@ class Domain(DomainPart):
     # ---- checks ------------------------------------------------------------------------------------------
     def problems(self) -> list[DomainProblem]:
         """Every semantic problem: the shared text checks, then the family's own."""
-        return [*self._text_problems(), *self.family_problems()]
+        return [*self._text_problems(), *self._numbered_copy_problems(), *self.family_problems()]
+
+    def _numbered_copy_problems(self) -> Iterator[DomainProblem]:
+        for list_name in sorted(self.VARIED_KEYS):
+            key = self.KEYS[list_name]
+            names = [getattr(item, key) for item in getattr(self, list_name)]
+            for i in numbered_copies(names):
+                yield DomainProblem(path=f"domain.{list_name}[{i}].{key}", message=(
+                    f"{names[i]!r}: more than half of the {list_name} are numbered copies of one name "
+                    f"({key_base(names[i])!r}); name another part of this world, not a numbered copy"))
 
     def family_problems(self) -> list[DomainProblem]:
         """Referential integrity, uniqueness and variety for this family's mechanics (override)."""
@@ -268,6 +281,22 @@ def iter_texts(value: Any, path: str = "domain") -> Iterator[tuple[str, str]]:
     elif isinstance(value, dict):
         for key, item in value.items():
             yield from iter_texts(item, f"{path}.{key}")
+
+
+def key_base(key: str) -> str:
+    """A key without a trailing number: 'pump_fails_2' and 'pump-fails' are 'pump_fails'."""
+    return re.sub(r"[-_. ]?\d+$", "", key.lower()).replace("-", "_")
+
+
+def numbered_copies(names: list[str]) -> list[int]:
+    """The indices of the names beyond the first half of a list that share one base (`key_base`) with more than
+    half of it: ['pump-1' .. 'pump-6'] -> [3, 4, 5]; names that differ, or a few numbered ones, give []."""
+    bases = [key_base(n) for n in names]
+    common = Counter(bases).most_common(1)
+    if not common or common[0][1] * 2 <= len(names):
+        return []
+    copies = [i for i, b in enumerate(bases) if b == common[0][0]]
+    return copies[len(names) // 2:]
 
 
 # ---- helpers for family_problems() ---------------------------------------------------------------------------

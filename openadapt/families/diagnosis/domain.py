@@ -110,6 +110,7 @@ class DependencyStatus(DomainPart):
 class DiagnosisDomain(Domain):
     KEYS = {"components": "name", "faults": "id"}
     NAMED_LINES = {"symptom_lines": {"component": "components", "dependency": "components"}}
+    VARIED_KEYS = frozenset({"components", "faults"})
     REFERENCES = {"components.depends_on": Reference("components.name", later_only=True, min_chain=3),
                   "faults.applies_to": Reference("components.kind")}
 
