@@ -57,7 +57,7 @@ class PieceRepairs:
             return False
         old = keys_piece.value.items[index]
         quoted = re.match(r"^'([^']*)'", problem.message)
-        if quoted and key_base(quoted.group(1)) != key_base(old) and quoted.group(1).lower() != old.lower():
+        if quoted and key_base(quoted.group(1)) != key_base(old):
             return True  # renamed since the check (a key with two problems): the next round's check sees it anew
         single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
         taken = ", ".join(keys_piece.value.items)
