@@ -8,7 +8,8 @@ The prompts, their expected family and their world terms are in benchmarks/desig
 before any output was seen. The fidelity rubric (docs/designer.md), each point 0 or 1:
 
 - family: the designer chose the expected family;
-- terms: at least 2 of the prompt's world terms occur in the package's domain.yaml;
+- terms: at least 2 of the prompt's world terms occur in the package's domain.yaml (for a failed run, its last
+  attempt's domain or unparsed draft);
 - own world: no entity name (a key of a list, e.g. a component's name) and no text of 40+ characters of any
   example domain shipped with openadapt (every family's examples and the seeds) occurs in it.
 
@@ -54,6 +55,24 @@ def fidelity(domain_text: str, expected: str, chosen: str | None, terms: list[st
     texts = [t for t in foreign[1] if t in domain_text]
     return {"family": int(chosen == expected), "terms": int(len(found) >= 2), "own_world": int(not names and not texts),
             "terms_found": found, "foreign_names": names[:8], "foreign_texts": len(texts)}
+
+
+def last_domain_text(folder: Path | None) -> str:
+    """The domain a run ended with: the package's domain.yaml, or a failed run's last attempt's domain.yaml or
+    draft.yaml (a draft that never parsed), without the draft's header of problems. Scoring only domain.yaml
+    gave a run whose drafts never parsed an empty domain: no terms, and a vacuous 'own world'."""
+    if folder is None:
+        return ""
+
+    def attempt(path: Path) -> int:
+        match = re.fullmatch(r"attempt-(\d+)", path.parent.name)
+        return int(match.group(1)) if match else 1 << 30  # a published package's own domain.yaml is the last word
+
+    found = [*folder.rglob("domain.yaml"), *folder.rglob("draft.yaml")]
+    if not found:
+        return ""
+    last = max(found, key=lambda path: (attempt(path), path.name == "domain.yaml"))
+    return "\n".join(line for line in last.read_text().splitlines() if not line.startswith("#"))
 
 
 def choice_only(args) -> None:
@@ -117,8 +136,7 @@ def main() -> None:
             p = result.provenance
             choice = next((a.notes.get("choice") for a in p.attempts if a.notes.get("choice")), None) or {}
             folder = result.path or result.failed_dir
-            domains = sorted(folder.rglob("domain.yaml")) if folder else []
-            text = domains[-1].read_text() if domains else ""
+            text = last_domain_text(folder)
             score = fidelity(text, prompt["family"], choice.get("family"), prompt["terms"], foreign)
             speeds = [c["tokens_per_s"] for a in p.attempts for c in a.notes.get("completions", [])
                       if c.get("tokens_per_s")]

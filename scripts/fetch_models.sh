@@ -8,10 +8,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || { echo "error: no .venv: run bash scripts/setup.sh first" >&2; exit 2; }
-if ! .venv/bin/python -c "import llama_cpp" 2>/dev/null; then
-  echo "installing llama-cpp-python (.[local]); it builds from source where no wheel fits: about 4 minutes on 2 cores"
-  .venv/bin/python -m pip install -q -e ".[local]"
-  .venv/bin/python -c "import llama_cpp; print('llama-cpp-python', llama_cpp.__version__, 'installed')"
-fi
+bash scripts/install_llama_cpp.sh
 .venv/bin/python -m openadapt.designer.local.store pull "$@"
 .venv/bin/python -m openadapt.designer.local.store list

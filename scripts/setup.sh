@@ -8,6 +8,8 @@ PYTHON=${PYTHON:-python3}
 # torch first, pinned to the CPU build that lies on disk here; the package itself only asks for torch>=2.4.
 # On a GPU machine, install your CUDA build of torch before running this script: it is then kept.
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
+# llama-cpp-python (the `local` extra) first, built to run on this CPU (scripts/install_llama_cpp.sh says why).
+bash scripts/install_llama_cpp.sh
 .venv/bin/python -m pip install -q -e ".[train,dev,local]"
 # The validator's default sandbox on Linux without Docker: bubblewrap, setpriv (util-linux) to drop to the
 # sandbox's uid, and libseccomp (pyseccomp loads it) for the seccomp filter and its listener.

@@ -1069,3 +1069,34 @@ def test_one_bad_line_of_a_list_of_lines_is_asked_for_alone_and_the_others_kept(
     (ask,) = [a for a in model.asked if "Line 2 of `symptom_lines` has a problem" in a]
     assert "must name both {component} and {dependency}" in ask and "It reads: 'WARN {component} retrying" in ask
     assert not any(a.startswith("Your `domain.symptom_lines` has problems") for a in model.asked)
+
+
+def test_a_header_text_with_two_problems_is_asked_for_with_both_and_again_until_both_are_gone(llm, world):
+    # run 19's alert: no {component}, and a phrase of the worked example (the wind park's alert) taken over
+    taken = "[P2] pump pressure: output {rate}% below forecast for 15 minutes on the farm"
+    world["alert"] = taken
+    answers = iter(["[P2] pump pressure {rate}% below the field's setpoint",  # {component} still missing
+                    "[P2] {component}: pressure {rate}% below the field's setpoint"])
+
+    class Alert(ScriptedModel):
+        def __call__(self, body):
+            self.temperature = body["temperature"]
+            return super().__call__(body)
+
+        def answer(self, text, title):
+            if title == "OneText" and "`alert` has problems" in text:
+                return {"text": next(answers)}
+            return super().answer(text, title)
+
+    model = Alert(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["alert"] == "[P2] {component}: pressure {rate}% below " \
+        "the field's setpoint"
+    asks = [r for r in llm.requests if "`alert` has problems" in r["messages"][-1]["content"]]
+    assert len(asks) == 2  # one request per round with both problems, then once more, hotter
+    first, second = (r["messages"][-1]["content"] for r in asks)
+    assert "must contain {component}" in first and "from the worked example" in first and taken not in first
+    assert "still wrong: must contain {component}" in second and [r["temperature"] for r in asks] == [0.2, 0.9]
+    assert not any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was kept

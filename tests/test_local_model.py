@@ -5,6 +5,7 @@ and, when the 0.5B model is in the cache, the real model through llama.cpp."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import struct
@@ -442,3 +443,18 @@ def test_every_piece_of_every_family_compiles_to_a_llama_cpp_grammar(small):
             elif piece.index is not None:
                 piece.value = value[piece.index]
     assert compiled > 150
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")
+def test_a_load_without_extra_buffers_turns_the_repacking_off_for_that_load_only():
+    # An AMX build is loaded this way (its AMX kernels segfaulted on this project's Xeon, ggml-org/llama.cpp#20824)
+    import llama_cpp
+
+    from openadapt.designer.local.backend import _without_extra_buffers, amx_build
+
+    assert isinstance(amx_build(llama_cpp), bool)
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
+    with _without_extra_buffers(llama_cpp):
+        # what `Llama()` reads while it loads (llama_cpp/llama.py calls it through the llama_cpp.llama_cpp module)
+        assert not llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
+    assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts

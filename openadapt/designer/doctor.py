@@ -131,7 +131,15 @@ def check_llama_cpp() -> Finding:
         return Finding(check="llama.cpp", status="warn", detail="llama-cpp-python is not installed: the embedded "
                        "designer cannot run (an endpoint or --example still work)",
                        fix="pip install 'openadapt-rl[local]' (builds from source where no wheel fits, ~4 min)")
-    return Finding(check="llama.cpp", status="ok", detail=f"llama-cpp-python {_version('llama-cpp-python')}")
+    import llama_cpp
+
+    from openadapt.designer.local.backend import AMX_NOTE, amx_build
+
+    version = f"llama-cpp-python {_version('llama-cpp-python')}"
+    if amx_build(llama_cpp):
+        return Finding(check="llama.cpp", status="warn", detail=f"{version}: {AMX_NOTE.split(': `')[0]}",
+                       fix="`bash scripts/setup.sh` (rebuilds llama-cpp-python without AMX, ~4 min)")
+    return Finding(check="llama.cpp", status="ok", detail=version)
 
 
 def check_endpoint() -> Finding:

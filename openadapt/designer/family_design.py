@@ -372,11 +372,11 @@ class FamilyDomainDesigner(PieceRepairs):
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
-            parts: set[str] = set()
+            parts: set[str] = set()  # records and texts asked for once this round, with all their problems
             for problem in problems:
                 if (self._rename_if_key(problem) or self._top_up(problem) or self._rename_nested(problem)
                         or self._reword(problem)
-                        or self._rewrite_text(problem) or self._deepen(problem)
+                        or self._rewrite_text(problem, parts) or self._deepen(problem)
                         or self._rewrite_part(problem, parts)):
                     continue
                 for piece in owner(problem.path, self._pieces):

@@ -194,6 +194,7 @@ def _load_progress(progress: Progress | None):
     def on_load(event) -> None:
         if progress is not None:
             detail = event.model if event.phase == "loading" else f"{event.model} in {event.seconds:.1f} s"
+            detail += f" ({event.note})" if event.note else ""
             progress(f"model {event.phase}", 0, detail)
 
     return on_load

@@ -319,11 +319,14 @@ class PieceRepairs:
         self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
         return True
 
-    def _rewrite_text(self, problem: DomainProblem) -> bool:
-        """One text of the header (`alert`) or one line of a list of lines (`symptom_lines[1]`) with a problem is
-        asked for alone and aside (the task and the world so far, without the worked example), the rest kept.
-        Rewriting the whole header in the conversation gave the copied alert back three attempts running, and a
-        rewritten list of lines came back as one line written three times."""
+    def _rewrite_text(self, problem: DomainProblem, done: set[str]) -> bool:
+        """One text of the header (`alert`) or one line of a list of lines (`symptom_lines[1]`) with problems is
+        asked for alone and aside (the task and the world so far, without the worked example), the rest kept,
+        with every problem of that path at once: fixed one at a time, run 19's alert lost `{component}` while
+        its copied phrase was rewritten, and took the phrase back when `{component}` was. An answer that leaves
+        a problem is asked for once more, hotter and told what is still wrong; the answer with the fewest
+        problems is kept (rewriting the whole header in the conversation gave the copied alert back three
+        attempts running, and a rewritten list of lines came back as one line written three times)."""
         match = re.match(r"^domain\.(\w+)(?:\[(\d+)\])?$", problem.path)
         if not match:
             return False
@@ -345,24 +348,52 @@ class PieceRepairs:
             what = f"Line {line + 1} of `{name}`"
         if not isinstance(current, str):
             return False
-        copied = "copied from the worked example" in problem.message
-        was = "" if copied else f" It reads: {current!r}."
+        if problem.path in done:  # one request per text and round, with all of its problems
+            return True
+        done.add(problem.path)
+
+        def problems_here() -> list[str]:
+            return [p.message for p in self._check() if p.path == problem.path]
+
+        wrong = problems_here() or [problem.message]
+        # never shown what it took from the worked example: shown the copy, the 1.5B wrote it back
+        was = "" if any("from the worked example" in m for m in wrong) else f" It reads: {current!r}."
         differ = f", different from every one of: {json.dumps(others)}" if others else ""
         one = create_model("OneText", text=(str, ...))
-        try:
-            text = self._session.ask_aside(
-                f"{self._world_so_far(without=name if line is None else None)}{what} has a problem: "
-                f"{problem.message}.{was} Write it again for this world as JSON {{\"text\": ...}}{differ}. What it "
-                f"must be: {guide}", one, max_tokens=160).text.strip()
-            if text == current or text in others:
-                return False
+        before, best, said = piece.value, None, ""
+
+        def put(text: str) -> None:
             if line is None:
-                piece.value = piece.model.model_validate({**piece.value.model_dump(), name: text})
+                piece.value = piece.model.model_validate({**before.model_dump(), name: text})
             else:
                 piece.value = piece.model(items=[text if j == line else v for j, v in enumerate(items)])
-        except (ReplyError, ValidationError):
+
+        for tries in range(2):
+            try:
+                text = self._session.ask_aside(
+                    f"{self._world_so_far(without=name if line is None else None)}{said}{what} has "
+                    f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(wrong)}.{was} Write it again for "
+                    f"this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one, max_tokens=160,
+                    reseed=tries, temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
+                if text == current or text in others:
+                    said = f"{text!r} is already there. "
+                    continue
+                put(text)
+            except (ReplyError, ValidationError):
+                piece.value = before
+                continue
+            still = problems_here()
+            if best is None or len(still) < len(best[1]):
+                best = (piece.value, still)
+            if not still:
+                break
+            said = f"You wrote {text!r}; still wrong: {'; '.join(still)}. "
+        if best is None:
+            piece.value = before
             return False
-        self.progress("rewrote", self._attempt, problem.path.removeprefix("domain."))
+        piece.value = best[0]
+        left = f" ({len(best[1])} problem(s) left)" if best[1] else ""
+        self.progress("rewrote", self._attempt, f"{problem.path.removeprefix('domain.')}{left}")
         return True
 
     def _deepen(self, problem: DomainProblem) -> bool:

@@ -79,6 +79,7 @@ class LoadEvent(BaseModel):
     size: int
     seconds: float = 0.0
     cached: bool = False  # already loaded in this process
+    note: str = ""  # how it was loaded where that is not the usual way (an AMX build: AMX_NOTE)
 
 
 LoadCallback = Callable[[LoadEvent], None]
@@ -110,18 +111,53 @@ def _load(model: ResolvedModel, settings: LocalSettings, on_load: LoadCallback |
         llama_cpp = _import_llama_cpp()
         report(LoadEvent(phase="loading", model=model.name, path=model.path, size=model.size))
         started = time.monotonic()
+        amx = amx_build(llama_cpp)
         try:
-            llama = llama_cpp.Llama(model_path=str(model.path), n_ctx=settings.n_ctx, n_batch=settings.n_batch,
-                                    n_threads=settings.threads, n_threads_batch=settings.threads,
-                                    seed=settings.seed, verbose=False)
+            with _without_extra_buffers(llama_cpp) if amx else contextlib.nullcontext():
+                llama = llama_cpp.Llama(model_path=str(model.path), n_ctx=settings.n_ctx,
+                                        n_batch=settings.n_batch, n_threads=settings.threads,
+                                        n_threads_batch=settings.threads, seed=settings.seed, verbose=False)
         except ValueError as exc:
             raise LocalLLMError(f"llama.cpp could not load {model.path} ({exc}): it is not a model this "
                                 "llama.cpp supports, or the file is damaged (`openadapt models verify`)") from None
         loaded = _Loaded(llama, round(time.monotonic() - started, 3))
         _LOADED[key] = loaded
         report(LoadEvent(phase="loaded", model=model.name, path=model.path, size=model.size,
-                         seconds=loaded.load_s))
+                         seconds=loaded.load_s, note=AMX_NOTE if amx else ""))
         return loaded
+
+
+AMX_NOTE = ("this llama.cpp was built with its AMX kernels, which crash on Q4_K models on some Xeons "
+            "(ggml-org/llama.cpp#20824): loaded without repacked weights, several times slower; "
+            "`bash scripts/setup.sh` rebuilds llama-cpp-python without them")
+
+
+def amx_build(llama_cpp: Any) -> bool:
+    """Whether this llama.cpp holds its AMX kernels: a `-march=native` build on a Sapphire Rapids Xeon does, and
+    on this project's 2-core Xeon they segfaulted in the first matrix product of either Q4_K_M model
+    (`ggml_backend_amx_mul_mat`, 2026-12-02), in the tests and in `openadapt generate` alike."""
+    return "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _without_extra_buffers(llama_cpp: Any) -> Iterator[None]:
+    """Load with llama.cpp's extra buffer types off (`use_extra_bufts`: the weights are not repacked, so the AMX
+    kernels are never reached). `Llama()` takes no such argument: it builds its parameters from
+    `llama_model_default_params()` and loads in the same call, so that function answers with the flag off for
+    the length of the load (under `_LOAD_LOCK`)."""
+    module = llama_cpp.llama_cpp
+    default = module.llama_model_default_params
+
+    def params() -> Any:
+        value = default()
+        value.use_extra_bufts = False
+        return value
+
+    module.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = default
 
 
 def _import_llama_cpp() -> Any:
