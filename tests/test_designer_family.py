@@ -1100,3 +1100,19 @@ def test_a_header_text_with_two_problems_is_asked_for_with_both_and_again_until_
     assert "must contain {component}" in first and "from the worked example" in first and taken not in first
     assert "still wrong: must contain {component}" in second and [r["temperature"] for r in asks] == [0.2, 0.9]
     assert not any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was kept
+
+
+def test_a_text_of_a_record_of_the_domain_with_a_problem_is_asked_for_alone_and_the_record_kept(llm, world):
+    # as `texts.demand_signals[2]` of an inventory world: a field of a top-level record, not the whole record again
+    status = {**world["dependency_status"], "degraded": "TODO"}
+    model = OneTextReply(world, "`dependency_status.degraded` has a problem", "pump-side pressure falling",
+                         break_once={"domain.dependency_status": status})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    written = yaml.safe_load(candidate.files["domain.yaml"])["dependency_status"]
+    assert written == {**world["dependency_status"], "degraded": "pump-side pressure falling"}
+    (ask,) = [r["messages"] for r in llm.requests
+              if "`dependency_status.degraded` has a problem" in r["messages"][-1]["content"]]
+    assert len(ask) == 2 and "worked example of a domain" not in ask[1]["content"]  # aside
+    assert not any("Your `domain.dependency_status` has problems" in a for a in model.asked)  # the record kept

@@ -320,34 +320,43 @@ class PieceRepairs:
         return True
 
     def _rewrite_text(self, problem: DomainProblem, done: set[str]) -> bool:
-        """One text of the header (`alert`) or one line of a list of lines (`symptom_lines[1]`) with problems is
-        asked for alone and aside (the task and the world so far, without the worked example), the rest kept,
-        with every problem of that path at once: fixed one at a time, run 19's alert lost `{component}` while
-        its copied phrase was rewritten, and took the phrase back when `{component}` was. An answer that leaves
-        a problem is asked for once more, hotter and told what is still wrong; the answer with the fewest
-        problems is kept (rewriting the whole header in the conversation gave the copied alert back three
-        attempts running, and a rewritten list of lines came back as one line written three times)."""
-        match = re.match(r"^domain\.(\w+)(?:\[(\d+)\])?$", problem.path)
+        """One text of the header (`alert`), one line of a list of lines (`symptom_lines[1]`), or a text or line
+        of a record of the domain (`texts.demand_signals[2]`) with problems is asked for alone and aside (the
+        task and the world so far, without the worked example), the rest kept, with every problem of that path
+        at once: fixed one at a time, run 19's alert lost `{component}` while its copied phrase was rewritten,
+        and took the phrase back when `{component}` was. An answer that leaves a problem is asked for once
+        more, hotter and told what is still wrong; the answer with the fewest problems is kept (rewriting the
+        whole header in the conversation gave the copied alert back three attempts running, and a rewritten
+        list of lines came back as one line written three times)."""
+        match = re.match(r"^domain\.(\w+)(?:\.(\w+))?(?:\[(\d+)\])?$", problem.path)
         if not match:
             return False
-        name, line = match.group(1), None if match.group(2) is None else int(match.group(2))
-        if line is None:
-            piece = next((p for p in self._pieces if p.field is None and p.value is not None
-                          and name in p.model.model_fields), None)
-            current = getattr(piece.value, name, None) if piece is not None else None
-            guide = piece.model.model_fields[name].description if piece is not None else ""
-            what, others = f"`{name}`", []
-        else:
-            piece = next((p for p in self._pieces if p.field == name and p.index is None and not p.keys
-                          and p.value is not None), None)
-            items = getattr(piece.value, "items", None) if piece is not None else None
-            if not isinstance(items, list) or line >= len(items) or not all(isinstance(i, str) for i in items):
+        name, sub, line = match.group(1), match.group(2), None if match.group(3) is None else int(match.group(3))
+        own = [p for p in self._pieces if p.index is None and not p.keys and p.value is not None]
+        if sub is not None:  # a field of a record of the domain (`texts`), a piece of its own
+            if "from the worked example" in problem.message:
+                return False  # the whole record is written again aside (`_write`): one request for all its copies
+            piece = next((p for p in own if p.field == name and sub in p.model.model_fields), None)
+            at, guide = sub, piece.model.model_fields[sub].description if piece is not None else ""
+        elif line is None:  # a header field
+            piece = next((p for p in own if p.field is None and name in p.model.model_fields), None)
+            at, guide = name, piece.model.model_fields[name].description if piece is not None else ""
+        else:  # a list of lines, a piece of its own
+            piece = next((p for p in own if p.field == name and "items" in p.model.model_fields), None)
+            at, guide = "items", named_description(self._family.domain, name, self._pieces)
+        if piece is None:
+            return False
+        value = getattr(piece.value, at, None)
+        if line is not None:
+            if not isinstance(value, list) or line >= len(value) or not all(isinstance(i, str) for i in value):
                 return False
-            current, others = items[line], [i for j, i in enumerate(items) if j != line]
-            guide = named_description(self._family.domain, name, self._pieces)
-            what = f"Line {line + 1} of `{name}`"
+            current, others = value[line], [v for j, v in enumerate(value) if j != line]
+        else:
+            current, others = value, []
         if not isinstance(current, str):
             return False
+        label = problem.path.removeprefix("domain.")
+        what = f"`{label}`" if line is None else f"Line {line + 1} of `{label.rsplit('[', 1)[0]}`"
         if problem.path in done:  # one request per text and round, with all of its problems
             return True
         done.add(problem.path)
@@ -359,22 +368,25 @@ class PieceRepairs:
         # never shown what it took from the worked example: shown the copy, the 1.5B wrote it back
         was = "" if any("from the worked example" in m for m in wrong) else f" It reads: {current!r}."
         differ = f", different from every one of: {json.dumps(others)}" if others else ""
-        one = create_model("OneText", text=(str, ...))
+        # a field keeps its own bounds and pattern in the grammar (a tool's name is an identifier)
+        info = piece.model.model_fields[at]
+        kind = typing.get_args(info.annotation)[0] if line is not None and typing.get_args(info.annotation) else str
+        one = create_model("OneText", text=(str, info) if line is None and info.annotation is str else (kind, ...))
         before, best, said = piece.value, None, ""
 
         def put(text: str) -> None:
-            if line is None:
-                piece.value = piece.model.model_validate({**before.model_dump(), name: text})
-            else:
-                piece.value = piece.model(items=[text if j == line else v for j, v in enumerate(items)])
+            data = before.model_dump()
+            data[at] = text if line is None else [text if j == line else v for j, v in enumerate(value)]
+            piece.value = piece.model.model_validate(data)
 
         for tries in range(2):
             try:
                 text = self._session.ask_aside(
-                    f"{self._world_so_far(without=name if line is None else None)}{said}{what} has "
+                    f"{self._world_so_far(without=name if line is None and sub is None else None)}{said}{what} has "
                     f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(wrong)}.{was} Write it again for "
                     f"this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one, max_tokens=160,
-                    reseed=tries, temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
+                    schema=bounded(one.model_json_schema()), reseed=tries,
+                    temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
                 if text == current or text in others:
                     said = f"{text!r} is already there. "
                     continue
