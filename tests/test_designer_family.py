@@ -1116,3 +1116,26 @@ def test_a_text_of_a_record_of_the_domain_with_a_problem_is_asked_for_alone_and_
               if "`dependency_status.degraded` has a problem" in r["messages"][-1]["content"]]
     assert len(ask) == 2 and "worked example of a domain" not in ask[1]["content"]  # aside
     assert not any("Your `domain.dependency_status` has problems" in a for a in model.asked)  # the record kept
+
+
+def test_a_record_field_still_wrong_after_both_asks_is_chosen_among_three_the_model_names(llm, world):
+    # run 19: a constraint whose fix stayed the usual fix through the record's ask and its hotter retry
+    fault = world["faults"][0]
+    usual = {"note": f"runbook note: the spare is on site; swap it in instead ({fault['fix']})", "fix": fault["fix"]}
+
+    class ThreeFixes(ConstraintReply):
+        def answer(self, text, title):
+            if title == "ThreeValues":
+                return {"values": [fault["fix"], world["faults"][1]["fix"], "swap_in_spare_unit"]}
+            return super().answer(text, title)
+
+    model = ThreeFixes(world, lambda text: usual, break_once={"domain.faults[0]": {**fault, "constraint": usual}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [r for r in llm.requests if "Name three other values for `fix`" in r["messages"][-1]["content"]]
+    assert len(ask["messages"]) == 2 and f"another than {fault['fix']!r}" in ask["messages"][-1]["content"]
+    # the usual fix and another fault's usual fix are passed over; the note's '(fix)' follows the new one
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["constraint"] == {
+        "note": "runbook note: the spare is on site; swap it in instead (swap_in_spare_unit)",
+        "fix": "swap_in_spare_unit"}

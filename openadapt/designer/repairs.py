@@ -10,7 +10,7 @@ import re
 import typing
 from collections.abc import Callable
 
-from pydantic import ValidationError, create_model
+from pydantic import Field, ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import (
@@ -503,10 +503,46 @@ class PieceRepairs:
                     f"problems:\n" + "\n".join(f"- {p}" for p in still[:6]) + f"\n{instruction}", part,
                     max_tokens=room, temperature=REPEAT_TEMPERATURE)
                 put(value)
+                still = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+                fields = {p.path.removeprefix(at + ".") for p in still}
+                if len(fields) == 1 and (field := fields.pop()) in part.model_fields:
+                    self._other_value(at, value, field, [p.message for p in still], put)
         except (ReplyError, ValidationError):
             return False
         self.progress("rewrote", self._attempt, at.removeprefix("domain."))
         return True
+
+    def _other_value(self, at: str, record: typing.Any, field: str, wrong: list[str],
+                     put: Callable[[typing.Any], None]) -> bool:
+        """A short field of a record that stays wrong however the record is asked for (a constraint whose fix is
+        the usual fix, asked for alone, then again hotter) is chosen among three values the model names at once:
+        of three, one is likely another than the one it keeps writing. The first that clears the problem is
+        kept, and where the record's texts name the old value they name the new one (a note's '(fix)')."""
+        info = type(record).model_fields[field]
+        if info.annotation is not str or not any(getattr(m, "max_length", 999) <= 60 for m in info.metadata):
+            return False
+        old = getattr(record, field)
+        three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
+                                                    Field(min_length=3, max_length=3)))
+        try:
+            values = self._session.ask_aside(
+                f"{self._world_so_far()}`{at}` is {record.model_dump_json()}. Its `{field}` stays wrong: "
+                f"{'; '.join(wrong[:3])}. Name three other values for `{field}` as JSON {{\"values\": [...]}}, each "
+                f"another than {old!r}. `{field}`: {info.description or ''}", three, max_tokens=120,
+                schema=bounded(three.model_json_schema()), temperature=REPEAT_TEMPERATURE).values
+        except (ReplyError, ValidationError):
+            return False
+        data = record.model_dump()
+        for new in dict.fromkeys(v.strip() for v in values):
+            if new == old:
+                continue
+            named = {k: v.replace(f"({old})", f"({new})") if isinstance(v, str) else v for k, v in data.items()}
+            put(type(record).model_validate({**named, field: new}))
+            if not any(p.path == f"{at}.{field}" for p in self._check()):
+                self.progress("chose", self._attempt, f"{at.removeprefix('domain.')}.{field}: {old!r} -> {new!r}")
+                return True
+        put(record)
+        return False
 
 
 _EXAMPLE = re.compile(r"[,;]?\s*\(?e\.g\.\s*(?<![A-Za-z])'.*?'(?![A-Za-z])\)?")
