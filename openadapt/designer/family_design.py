@@ -252,7 +252,7 @@ class FamilyDomainDesigner(PieceRepairs):
             return previous
         started = time.monotonic()
         self._attempt = attempt
-        if previous.problems and not previous.files and "continued" not in previous.notes:
+        if previous.problems and not previous.files and _keeps_repairing(previous.notes):
             # The draft never parsed: more rounds on its bad pieces first (a full rewrite costs every piece again).
             return self._candidate({"choice": self.choice.note() if self.choice else None, "continued": attempt},
                                    started)
@@ -368,7 +368,7 @@ class FamilyDomainDesigner(PieceRepairs):
         """The attempt's candidate after piece repairs; its usage is this attempt's own (the session's is the
         running total of the whole design)."""
         problems = self._check()
-        rounds = 0
+        started_with, rounds = len(problems), 0
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str]]] = {}
@@ -388,7 +388,8 @@ class FamilyDomainDesigner(PieceRepairs):
             for piece, messages in by_piece.values():
                 self._write(piece, problems=messages[:6])
             problems = self._check()
-        notes = {**notes, "piece_repair_rounds": rounds, "requests": len(self._session.completions),
+        notes = {**notes, "piece_repair_rounds": rounds, "problems": [started_with, len(problems)],
+                 "requests": len(self._session.completions),
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems and self.deadline.passed:
             notes["out_of_time"] = True
@@ -408,6 +409,15 @@ class FamilyDomainDesigner(PieceRepairs):
         files = family_package(self.name, section, dump_domain(domain, header=header), readme,
                                tags=("openadapt", "generated"))
         return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
+
+
+def _keeps_repairing(notes: dict[str, Any]) -> bool:
+    """Whether an attempt whose draft never parsed is followed by more piece repairs rather than a rewrite of
+    every piece: the first time, and again for as long as the last such attempt left fewer problems than it
+    started with. Run 19's continuation (attempt 2) took the first pump draft that parsed to the validator;
+    its last attempt, written from scratch, ended on a draft that did not parse."""
+    counts = notes.get("problems")
+    return "continued" not in notes or (isinstance(counts, list) and counts[1] < counts[0])
 
 
 def design_readme(name: str, task: str, family: Family, domain: Domain, info: DesignerInfo) -> str:

@@ -323,11 +323,11 @@ class PieceRepairs:
         """One text of the header (`alert`), one line of a list of lines (`symptom_lines[1]`), or a text or line
         of a record of the domain (`texts.demand_signals[2]`) with problems is asked for alone and aside (the
         task and the world so far, without the worked example), the rest kept, with every problem of that path
-        at once: fixed one at a time, run 19's alert lost `{component}` while its copied phrase was rewritten,
-        and took the phrase back when `{component}` was. An answer that leaves a problem is asked for once
-        more, hotter and told what is still wrong; the answer with the fewest problems is kept (rewriting the
-        whole header in the conversation gave the copied alert back three attempts running, and a rewritten
-        list of lines came back as one line written three times)."""
+        at once (asked for one problem at a time, run 19's alert ended its last attempt with two: no
+        `{component}`, and the worked example's '% of requests failing readiness'). An answer that leaves a
+        problem is asked for once more, hotter and told what is still wrong; the answer with the fewest problems
+        is kept (rewriting the whole header in the conversation gave the copied alert back three attempts
+        running, and a rewritten list of lines came back as one line written three times)."""
         match = re.match(r"^domain\.(\w+)(?:\.(\w+))?(?:\[(\d+)\])?$", problem.path)
         if not match:
             return False
