@@ -1148,3 +1148,26 @@ def test_a_draft_that_never_parsed_is_repaired_further_while_its_problems_shrink
     assert _keeps_repairing({"continued": 2, "problems": [7, 3]})  # it left fewer problems: once more
     assert not _keeps_repairing({"continued": 2, "problems": [3, 3]})  # no progress: every piece rewritten
     assert not _keeps_repairing({"continued": 2})
+
+
+def test_a_list_of_lines_in_an_item_left_short_by_a_repeat_is_completed_line_by_line_aside(llm, world):
+    # run 20: `faults[1].evidence` one line short once its repeat was dropped; the fault rewritten whole got it back
+    fault = world["faults"][1]
+    first = fault["evidence"][0]
+    new = "WARN {component} strainer differential pressure high for {n} minutes"
+
+    class Evidence(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneLine" and "Write one more line for `evidence` of `domain.faults[1]`" in text:
+                return {"line": new}
+            return super().answer(text, title)
+
+    model = Evidence(world, break_once={"domain.faults[1]": {**fault, "evidence": [first, first]}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"] == [first, new]
+    (ask,) = [r for r in llm.requests if "one more line for `evidence`" in r["messages"][-1]["content"]]
+    content = ask["messages"][-1]["content"]
+    assert len(ask["messages"]) == 2 and world["faults"][0]["evidence"][0] in content  # aside; told the others
+    assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault was kept

@@ -75,7 +75,11 @@ def test_the_embedded_model_designs_end_to_end(tmp_path):
     assert designer["backend"] == "local" and designer["model_sha256"] == CATALOGUE[SMALL].sha256
     assert designer["family"].startswith("diagnosis@")  # the family the model chose for pumps
     (attempt,) = provenance["attempts"]
-    assert attempt["usage"]["completion_tokens"] > 500 and attempt["notes"]["requests"] > 15  # written in pieces
+    # written in pieces, one request each: the header, the keys, the items (how many fit in the time limit
+    # depends on the machine: 14 requests on this 2-core Xeon with two other runs beside it, 30 on an idle one)
+    pieces = {c["piece"] for c in attempt["notes"]["completions"] if c.get("piece")}
+    assert {"domain", "domain.components.keys"} <= pieces and len(pieces) >= 4, pieces
+    assert attempt["usage"]["completion_tokens"] > 500
     assert attempt["notes"]["choice"]["method"].startswith("calibrated next-token")
     if result.returncode == 0:
         assert_of_the_prompts_world(tmp_path / out["name"])
