@@ -1171,3 +1171,22 @@ def test_a_list_of_lines_in_an_item_left_short_by_a_repeat_is_completed_line_by_
     content = ask["messages"][-1]["content"]
     assert len(ask["messages"]) == 2 and world["faults"][0]["evidence"][0] in content  # aside; told the others
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault was kept
+
+
+def test_an_identifier_the_schema_quotes_from_no_example_world_is_a_copy_and_is_renamed_aside(llm, world):
+    # run 20: a failing irrigation pump's fix was the description's own example, `run_defrost_cycle`
+    family = get_family("diagnosis")
+    example, *others = [family.load_example(n) for n in family.examples()]
+    draft = {**world, "faults": [{**world["faults"][0], "fix": "run_defrost_cycle"}, *world["faults"][1:]]}
+    flagged = [p for p in copied_from_example(draft, example, others) if "description" in p.message]
+    assert [p.path for p in flagged] == ["domain.faults[0].fix"]
+    assert not [p for p in copied_from_example(world, example, others) if "description" in p.message]
+
+    model = OneTextReply(world, "`fix` of `domain.faults[0]` is copied", "clear_intake_strainer",
+                         break_once={"domain.faults[0]": draft["faults"][0]})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["fix"] == "clear_intake_strainer"
+    (ask,) = [r for r in llm.requests if "`fix` of `domain.faults[0]` is copied" in r["messages"][-1]["content"]]
+    assert len(ask["messages"]) == 2 and "run_defrost_cycle" not in ask["messages"][-1]["content"]

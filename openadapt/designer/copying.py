@@ -44,7 +44,41 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
         elif len(value) >= 40 and (taken := [r for r in phrases(value) if r in theirs_runs]):
             problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
                                           "worked example: write it in this task's world's own words"))
+    known = {v for domain in [example, *others] for _, v in iter_texts(domain)}
+    return problems + described_identifiers(data, type(example), known)
+
+
+# An identifier quoted as a field's example ('run_defrost_cycle', 'freezer-room-2'): joined words, a world's own.
+_QUOTED_IDENTIFIER = re.compile(r"(?<![A-Za-z])'([a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)'(?![A-Za-z])")
+
+
+def described_identifiers(data: Any, model: type[BaseModel], known: set[str],
+                          path: str = "domain") -> list[DomainProblem]:
+    """The identifiers of the records in the draft's lists (an item's id, name, fix) that are the example its
+    field's own description quotes, where no example domain of the family (`known`: their strings) uses it:
+    such an example comes from a world of the description's own (a diagnosis fault's 'e.g. run_defrost_cycle'
+    is a cold room's), and run 20's 1.5B gave a failing irrigation pump the fix `run_defrost_cycle`. One an
+    example uses is a word of that kind of world ('unit_price' in a negotiation), judged as the example's. A
+    record (the tool names) is not judged: its examples are names any world may use ('file_work_order')."""
+    problems: list[DomainProblem] = []
+    if not isinstance(data, dict):
+        return problems
+    for name, info in model.model_fields.items():
+        value, item = data.get(name), _list_item(info.annotation)
+        if item is not None and isinstance(value, list):
+            for i, entry in enumerate(value):
+                problems += described_identifiers(entry, item, known, f"{path}.{name}[{i}]")
+        elif (path != "domain" and isinstance(value, str) and value not in known
+              and value in _QUOTED_IDENTIFIER.findall(info.description or "")):
+            problems.append(DomainProblem(path=f"{path}.{name}", message=(
+                f"{value!r} is copied from the worked example in this field's description, which is another "
+                "world: name this world's own")))
     return problems
+
+
+def _list_item(annotation: Any) -> type[BaseModel] | None:
+    args = typing.get_args(annotation)
+    return args[0] if typing.get_origin(annotation) is list and args and is_model(args[0]) else None
 
 
 def _is_text(value: str) -> bool:

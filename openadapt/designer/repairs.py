@@ -306,12 +306,14 @@ class PieceRepairs:
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
         must = piece.model.model_fields[name].description or ""
+        if "in this field's description" in problem.message:  # the example it copied is not shown again
+            must = without_examples(must)
         if copied or taken or repeated:
             wrong = ("is copied from the worked example of another world" if copied else "takes a phrase from the "
                      "worked example of another world" if taken else "repeats another item's")
             # never the copy itself: shown what it took, the 1.5B wrote it back
             shown = [t for t in dict.fromkeys(siblings) if not ((copied or taken) and t == current)]
-            instruction = (f"{what} {wrong}. Write a new one for this item ({_identity(piece)}) as JSON "
+            instruction = (f"{what} {wrong}. Write a new one for this item ({_identity(piece, name)}) as JSON "
                            f"{{\"text\": ...}}, in its own words, different from every one of: "
                            f"{json.dumps(shown)}. What it must be: {must}")
         else:
@@ -594,9 +596,10 @@ def chain_ends(names: list[str], needs: dict[str, list[str]]) -> dict[str, int]:
     return length
 
 
-def _identity(piece: Piece) -> str:
-    """What tells an item from its siblings: its short fields (its key, its fix, its kind...), as JSON. A small
-    model asked for "a different text" with nothing to say about this item writes its siblings' text again."""
+def _identity(piece: Piece, without: str | None = None) -> str:
+    """What tells an item from its siblings: its short fields (its key, its fix, its kind...), as JSON, `without`
+    the one being rewritten (shown what it copied, the 1.5B writes it back). A small model asked for "a
+    different text" with nothing to say about this item writes its siblings' text again."""
     data = piece.value.model_dump(mode="json")
-    short = {k: v for k, v in data.items() if isinstance(v, str | int | float) and len(str(v)) < 40}
+    short = {k: v for k, v in data.items() if isinstance(v, str | int | float) and len(str(v)) < 40 and k != without}
     return json.dumps(short, ensure_ascii=False)
