@@ -1190,3 +1190,24 @@ def test_an_identifier_the_schema_quotes_from_no_example_world_is_a_copy_and_is_
     assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["fix"] == "clear_intake_strainer"
     (ask,) = [r for r in llm.requests if "`fix` of `domain.faults[0]` is copied" in r["messages"][-1]["content"]]
     assert len(ask["messages"]) == 2 and "run_defrost_cycle" not in ask["messages"][-1]["content"]
+
+
+def test_a_header_written_again_for_one_field_keeps_what_its_other_fields_were(llm, world):
+    # run 20: the header rewritten whole for its copied agent role brought back the copied alert fixed just before
+    header = {k: v for k, v in world.items() if not isinstance(v, (list, dict))}
+
+    class Header(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneText" and "`agent_role` has a problem" in text:
+                return {"text": "TODO"}  # the field asked for alone never gets better
+            if text.startswith("Your `domain` has problems"):
+                return {**header, "agent_role": "the farm's pump technician", "title": "A title written again"}
+            return super().answer(text, title)
+
+    model = Header({**world, "agent_role": "TODO"})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    written = yaml.safe_load(candidate.files["domain.yaml"])
+    assert any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was written again
+    assert written["agent_role"] == "the farm's pump technician" and written["title"] == world["title"]

@@ -28,6 +28,7 @@ from the worked example) and `repairs` (the mechanical repairs of what a small m
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import typing
@@ -324,6 +325,19 @@ class FamilyDomainDesigner(PieceRepairs):
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
         self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
 
+    @staticmethod
+    def _keep_sound_fields(header: Piece, before: BaseModel | None, paths: set[str]) -> None:
+        """After the header is written again for some of its fields, the others keep what they were: in run 20
+        the header rewritten for a copied agent role brought back the copied alert just rewritten aside, two
+        attempts running. (An item is kept whole: its fields depend on each other.)"""
+        if before is None or header.value is None:
+            return
+        wrong = {re.split(r"[.\[]", path.removeprefix("domain."))[0] for path in paths}
+        kept = before.model_dump()
+        merged = {k: v if k in wrong else kept[k] for k, v in header.value.model_dump().items()}
+        with contextlib.suppress(ValidationError):  # fields checked together: the rewrite stands whole
+            header.value = header.model.model_validate(merged)
+
     def _siblings(self, piece: Piece) -> frozenset[str]:
         """The other items of a keyed list (`faults[1]` beside `faults[0]`...): each item is written out of their
         sight, from its own key. In sight of the items before it, a 1.5B model wrote the first fault's five log
@@ -371,7 +385,7 @@ class FamilyDomainDesigner(PieceRepairs):
         started_with, rounds = len(problems), 0
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
-            by_piece: dict[str, tuple[Piece, list[str]]] = {}
+            by_piece: dict[str, tuple[Piece, list[str], set[str]]] = {}
             parts: set[str] = set()  # records and texts asked for once this round, with all their problems
             for problem in problems:
                 if (self._rename_if_key(problem) or self._top_up(problem) or self._rename_nested(problem)
@@ -380,13 +394,18 @@ class FamilyDomainDesigner(PieceRepairs):
                         or self._rewrite_part(problem, parts)):
                     continue
                 for piece in owner(problem.path, self._pieces):
-                    by_piece.setdefault(piece.path, (piece, []))[1].append(str(problem))
+                    entry = by_piece.setdefault(piece.path, (piece, [], set()))
+                    entry[1].append(str(problem))
+                    entry[2].add(problem.path)
             if by_piece:
                 first = next(iter(by_piece.values()))[1][0]
                 self.progress("repairing pieces", self._attempt,
                               f"round {rounds}: {len(by_piece)} piece(s), e.g. {first[:140]}")
-            for piece, messages in by_piece.values():
+            for piece, messages, paths in by_piece.values():
+                before = piece.value
                 self._write(piece, problems=messages[:6])
+                if piece.field is None:
+                    self._keep_sound_fields(piece, before, paths)
             problems = self._check()
         notes = {**notes, "piece_repair_rounds": rounds, "problems": [started_with, len(problems)],
                  "requests": len(self._session.completions),
