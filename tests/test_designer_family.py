@@ -1141,12 +1141,12 @@ def test_a_record_field_still_wrong_after_both_asks_is_chosen_among_three_the_mo
         "fix": "swap_in_spare_unit"}
 
 
-def test_a_draft_that_never_parsed_is_repaired_further_while_its_problems_shrink():
+def test_a_draft_that_never_parsed_is_repaired_further_while_it_fixes_problems():
     from openadapt.designer.family_design import _keeps_repairing
 
-    assert _keeps_repairing({"redesign": 3, "problems": [9, 9]})  # the first continuation after any attempt
-    assert _keeps_repairing({"continued": 2, "problems": [7, 3]})  # it left fewer problems: once more
-    assert not _keeps_repairing({"continued": 2, "problems": [3, 3]})  # no progress: every piece rewritten
+    assert _keeps_repairing({"redesign": 3, "fixed": 0})  # the first continuation after any attempt
+    assert _keeps_repairing({"continued": 2, "problems": [1, 5], "fixed": 1})  # a schema problem fixed: once more
+    assert not _keeps_repairing({"continued": 2, "problems": [3, 3], "fixed": 0})  # stuck: every piece rewritten
     assert not _keeps_repairing({"continued": 2})
 
 

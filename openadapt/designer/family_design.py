@@ -382,7 +382,7 @@ class FamilyDomainDesigner(PieceRepairs):
         """The attempt's candidate after piece repairs; its usage is this attempt's own (the session's is the
         running total of the whole design)."""
         problems = self._check()
-        started_with, rounds = len(problems), 0
+        started_with, rounds = {str(p) for p in problems}, 0
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
             by_piece: dict[str, tuple[Piece, list[str], set[str]]] = {}
@@ -407,7 +407,8 @@ class FamilyDomainDesigner(PieceRepairs):
                 if piece.field is None:
                     self._keep_sound_fields(piece, before, paths)
             problems = self._check()
-        notes = {**notes, "piece_repair_rounds": rounds, "problems": [started_with, len(problems)],
+        notes = {**notes, "piece_repair_rounds": rounds, "problems": [len(started_with), len(problems)],
+                 "fixed": len(started_with - {str(p) for p in problems}),
                  "requests": len(self._session.completions),
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems and self.deadline.passed:
@@ -432,11 +433,12 @@ class FamilyDomainDesigner(PieceRepairs):
 
 def _keeps_repairing(notes: dict[str, Any]) -> bool:
     """Whether an attempt whose draft never parsed is followed by more piece repairs rather than a rewrite of
-    every piece: the first time, and again for as long as the last such attempt left fewer problems than it
-    started with. Run 19's continuation (attempt 2) took the first pump draft that parsed to the validator;
-    its last attempt, written from scratch, ended on a draft that did not parse."""
-    counts = notes.get("problems")
-    return "continued" not in notes or (isinstance(counts, list) and counts[1] < counts[0])
+    every piece: the first time, and again for as long as the last such attempt fixed one of the problems it
+    started with. Fixed, not fewer: the semantic checks run only on a draft that fits the schema, so fixing a
+    schema problem (run 20's fault one evidence line short) can bring out more problems than it removed. Run
+    19's continuation (attempt 2) took the first pump draft that parsed to the validator; its last attempt,
+    written from scratch, ended on a draft that did not parse."""
+    return "continued" not in notes or notes.get("fixed", 0) > 0
 
 
 def design_readme(name: str, task: str, family: Family, domain: Domain, info: DesignerInfo) -> str:
