@@ -1,0 +1,101 @@
+"""Keys (component names, fault ids): a bad one renamed everywhere it is used; repeats and numbered copies
+completed one new key at a time."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic import ValidationError, create_model
+
+from openadapt.designer.chat import ReplyError
+from openadapt.designer.pieces import Piece, list_item_model, replace_value
+from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase
+from openadapt.families.domain import DomainProblem, key_base, numbered_copies
+
+
+class KeyRepairs(RepairBase):
+    def _rename_if_key(self, problem: DomainProblem) -> bool:
+        """A problem with an item's key (copied, a schema word...) is fixed by renaming that one key: a new name
+        is asked for, then put in place everywhere the old one was used (the item and every reference)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        if not match or self._family.domain.KEYS.get(match.group(1)) != match.group(3):
+            return False
+        list_name, index = match.group(1), int(match.group(2))
+        keys_piece = next((p for p in self._pieces if p.keys and p.field == list_name), None)
+        if keys_piece is None or keys_piece.value is None:
+            return False
+        old = keys_piece.value.items[index]
+        quoted = re.match(r"^'([^']*)'", problem.message)
+        if quoted and key_base(quoted.group(1)) != key_base(old):
+            return True  # renamed since the check (a key with two problems): the next round's check sees it anew
+        single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
+        taken = ", ".join(keys_piece.value.items)
+        try:
+            new = self._session.ask(f"The name {old!r} of `{list_name}` item {index + 1} is wrong: {problem.message}."
+                                    f" Write a new one as JSON {{\"name\": ...}}, different from: {taken}.",
+                                    single, max_tokens=60).name
+        except (ReplyError, ValidationError):
+            return False
+        keys = keys_piece.value.items
+        # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
+        # a key of its own is renamed everywhere it is used (the item and every reference to it).
+        shared = keys.count(old) > 1
+        copy = shared or "numbered copies" in problem.message
+        if new.lower() in {k.lower() for k in keys} or (copy and key_base(new) == key_base(old)):
+            return False  # taken, or a numbered copy of the shared key ('pump_fails_2'): no new thing
+        keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k
+                                                   for i, k in enumerate(keys)])
+        item = [p for p in self._pieces if p.field == list_name and p.index == index]
+        for piece in item if shared else self._pieces:
+            if piece.value is not None and not piece.keys:
+                renamed = replace_value(piece.value.model_dump(), old, new)
+                try:
+                    piece.value = type(piece.value).model_validate(renamed)
+                except ValidationError:  # the new name breaks this piece's own bounds: it is written again
+                    piece.value = None
+        self.progress("renamed", self._attempt, f"{list_name} {old!r} -> {new!r}")
+        return True
+
+    def _distinct_keys(self, piece: Piece) -> bool:
+        """A list of keys with repeats (a small model names five faults 'pump_fails'), or mostly numbered copies of
+        one name where the domain wants varied keys ('pump-1' .. 'pump-6'), keeps its distinct keys (and the first
+        half of the copies) and is completed one new key at a time, each different from those it has and no
+        numbered copy of a repeated one: asked for the whole list again, the model sent the same repeats back, and
+        asked to rename one, it answered 'pump_fails_2'. Each is sampled hotter (REPEAT_TEMPERATURE): the model
+        has repeated itself."""
+        keys = list(piece.value.items)
+        copies = set(numbered_copies(keys)) if piece.field in self._family.domain.VARIED_KEYS else set()
+        kept: list[str] = []
+        for i, key in enumerate(keys):
+            if i not in copies and key.lower() not in {k.lower() for k in kept}:
+                kept.append(key)
+        repeated_bases = {key_base(k) for k in keys if [x.lower() for x in keys].count(k.lower()) > 1}
+        repeated_bases |= {key_base(keys[i]) for i in copies}
+        key_type = piece.model.model_fields["items"].annotation.__args__[0]
+        one = create_model("OneKey", name=(key_type, ...))
+        key_name = self._family.domain.KEYS[piece.field]
+        item = list_item_model(self._family.domain.model_fields[piece.field].annotation)
+        guide = item.model_fields[key_name].description or ""
+        said = ""
+        for tries in range(2 * len(keys)):
+            if len(kept) >= len(keys):
+                break
+            try:
+                new = self._session.ask_aside(
+                    f"{self._world_so_far()}{said}Name one more of the `{piece.field}` of this world: its "
+                    f"`{key_name}` as JSON {{\"name\": ...}}, another one than every one of {json.dumps(kept)}, "
+                    f"not a numbered copy of one. Each `{key_name}`: {guide}", one, max_tokens=60,
+                    temperature=REPEAT_TEMPERATURE, reseed=tries).name
+            except (ReplyError, ValidationError):
+                return False
+            if new.lower() in {k.lower() for k in kept} or key_base(new) in repeated_bases:
+                said = f"{new!r} is taken. "
+            else:
+                kept.append(new)
+                said = ""
+        if len(kept) < len(keys):
+            return False
+        piece.value = piece.model(items=kept)
+        self.progress("named", self._attempt, f"{piece.path}: {', '.join(kept)}")
+        return True

@@ -1,0 +1,113 @@
+"""Lists of lines left short (repeats dropped): completed one new line at a time."""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+
+from pydantic import ValidationError, create_model
+
+from openadapt.designer.chat import ReplyError
+from openadapt.designer.pieces import named_description, resized, spelled
+from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
+from openadapt.families.domain import DomainProblem, is_debris
+
+
+class LineRepairs(RepairBase):
+    def _top_up(self, problem: DomainProblem) -> bool:
+        """A list of lines left too short (a small model writes one line several times; repeats are dropped) is
+        completed one new line at a time, each different from those it has: asking for the whole list again
+        gets the same repeats back. So is a list of lines inside an item (`faults[1].evidence`, one line short
+        once its repeat was dropped: run 20 rewrote the whole fault for it, and got the repeat back), asked for
+        aside with the item's identity and different from the lines of every item."""
+        wanted = re.search(r"at least (\d+) items", problem.message)
+        nested = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        if nested:
+            piece = next((p for p in self._pieces if p.field == nested.group(1) and p.index == int(nested.group(2))
+                          and not p.keys and p.value is not None), None)
+            at = nested.group(3)
+        else:
+            piece = next((p for p in self._pieces if p.path == problem.path and p.index is None and not p.keys),
+                         None)
+            at = "items"
+        items = getattr(piece.value, at, None) if piece is not None and piece.value is not None and wanted else None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            return False
+        # Distinct as the draft has them, tidied: two lines that tidy to one count once.
+        lines, tidied, draft = [], set(), self._draft()
+        where = (piece.field, piece.index, at) if nested else (piece.field, None, None)
+        for item in items:
+            if not is_debris(item) and (form := self._tidied(draft, *where, item)) not in tidied:
+                lines.append(item)
+                tidied.add(form)
+        info = piece.model.model_fields[at]
+        if nested:  # as many as the domain needs; told apart from every item's lines, and from this item
+            need = enough = int(wanted.group(1))
+            guide = info.description or ""
+            others = [line for p in self._pieces if p.field == piece.field and p.index is not None and p is not piece
+                      and p.value is not None for line in getattr(p.value, at, [])]
+            whose = f"`{at}` of `{piece.path}` ({identity(piece)})"
+        else:  # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
+            need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
+            enough = int(wanted.group(1))
+            guide = named_description(self._family.domain, piece.field, self._pieces)
+            others, whose = [], f"the domain's `{piece.field}`"
+        one = create_model("OneLine", line=(typing.get_args(info.annotation)[0], ...))
+        # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another
+        # seed: with the same words and seed, run 14's 1.5B sent one symptom line back four times at 0.9.
+        repeated, hot = "", False
+        for tries in range(2 * need):
+            if len(lines) >= need:
+                break
+            # as the model writes them: with the names its description shows, where the lines have placeholders
+            shown = [spelled(self._family.domain, piece.field, self._pieces, line) for line in lines] + others
+            world = self._world_so_far() if nested else ""
+            try:
+                # after a repeat, the description without its example: run 15's 1.5B wrote the example back six
+                # times ('ERROR pump-1 request to pump-2 timed out', already the first line)
+                line = self._session.ask_aside(
+                    f"{world}{repeated}Write one more line for {whose} "
+                    f"({without_examples(guide) if hot else guide}) as JSON "
+                    f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(shown)}",
+                    one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None, reseed=tries).line.strip()
+            except (ReplyError, ValidationError) as exc:
+                self.progress("completing", self._attempt, f"{problem.path}: unusable reply ({str(exc)[:80]})")
+                return False
+            if (line and (form := self._tidied(draft, *where, line)) not in tidied and not is_debris(line)
+                    and line not in others):
+                lines.append(line)
+                tidied.add(form)
+                repeated = ""
+            else:  # said again, the same words would come back: the next request differs
+                why = "is not a line of this world" if is_debris(line) else "is already there"
+                repeated, hot = f"{line!r} {why}. ", True
+        if len(lines) < enough:
+            self.progress("completing", self._attempt, f"{problem.path}: {len(lines)} distinct lines, not the "
+                          f"{enough} it needs (last answer: {repeated.strip()[:120] or 'none'})")
+            return False
+        try:
+            if nested:
+                piece.value = piece.model.model_validate({**piece.value.model_dump(), at: lines})
+            else:  # the piece asked the model for `need`; it now holds as many as it has (the domain judges them)
+                model = resized(piece.model, len(lines))
+                piece.value, piece.model = model(items=lines), model
+        except ValidationError as exc:  # a line the piece's bounds refuse: the list is rewritten instead
+            self.progress("completing", self._attempt, f"{problem.path}: unusable lines ({str(exc)[:80]})")
+            return False
+        self.progress("completing", self._attempt, f"{problem.path.removeprefix('domain.')}: {len(lines)} lines")
+        return True
+
+    def _tidied(self, draft: dict, field_name: str, index: int | None, attr: str | None, line: str) -> str:
+        """One line of a list as the domain's tidy leaves it in `draft` ('pump-1 ... pump-2' -> '{component}
+        ... {dependency}'): of a top-level list, or of list `attr` of item `index`. The draft is built once per
+        top-up, not once per line."""
+        if index is None:
+            tidied = self._family.domain.tidy({**draft, field_name: [line]}).get(field_name)
+        else:
+            items = list(draft.get(field_name) or [])
+            if index >= len(items) or not isinstance(items[index], dict):
+                return line
+            items[index] = {**items[index], attr: [line]}
+            tidied = self._family.domain.tidy({**draft, field_name: items})[field_name][index].get(attr)
+        return tidied[0] if isinstance(tidied, list) and len(tidied) == 1 and isinstance(tidied[0], str) else line

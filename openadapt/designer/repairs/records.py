@@ -1,0 +1,151 @@
+"""Records nested in an item: a record's name asked for alone, a wrong record (`faults[0].constraint`) asked
+for alone, and a short field that stays wrong chosen among three."""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from collections.abc import Callable
+
+from pydantic import Field, ValidationError, create_model
+
+from openadapt.designer.chat import ReplyError
+from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
+from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity
+from openadapt.families.domain import DomainProblem
+
+
+class RecordRepairs(RepairBase):
+    def _rename_nested(self, problem: DomainProblem) -> bool:
+        """The name of a record in an item's list (`faults[0].metrics[1].name`) that repeats another's or copies
+        the worked example is asked for alone, aside, under the name field's own pattern, different from its
+        siblings' names: rewriting the whole fault gave run 16's 1.5B four `water_pressure` readings again."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]\.(name|id)$", problem.path)
+        if not match or not ("is already used by" in problem.message or "worked example" in problem.message):
+            return False
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
+                      and p.value is not None), None)
+        records = getattr(piece.value, match.group(3), None) if piece is not None else None
+        k, key = int(match.group(4)), match.group(5)
+        if not isinstance(records, list) or k >= len(records) or not hasattr(records[k], key):
+            return False
+        record = records[k]
+        others = [getattr(r, key) for i, r in enumerate(records) if i != k]
+        one = create_model("OneName", name=(str, type(record).model_fields[key]))
+        said = ""
+        try:
+            for tries in range(2):  # once more, hotter and with another seed, if it names one that is taken
+                new = self._session.ask_aside(
+                    f"{self._world_so_far()}{said}In `{piece.path}` ({identity(piece)}), the `{match.group(3)}` "
+                    f"entry {record.model_dump_json()} needs another `{key}`: {problem.message}. Write one as JSON "
+                    f"{{\"{key}\": ...}}: another {match.group(3).rstrip('s')} than every one of "
+                    f"{json.dumps([*others, getattr(record, key)])}.", one, max_tokens=60, reseed=tries,
+                    schema=bounded(one.model_json_schema()),
+                    temperature=REPEAT_TEMPERATURE if tries else None).name.strip()
+                if new not in others and new != getattr(record, key):
+                    break
+                said = f"{new!r} is taken. "
+            else:
+                return False
+            data = piece.value.model_dump()
+            data[match.group(3)][k][key] = new
+            piece.value = piece.model.model_validate(data)
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("renamed", self._attempt, f"{problem.path.removeprefix('domain.')} -> {new}")
+        return True
+
+    def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
+        """A problem inside a record nested in a list item (`faults[0].constraint.fix`), or with one record of a
+        list inside it (`faults[2].metrics[1]`, a reading whose healthy and faulty values are equal), is fixed by
+        asking for that record alone, with the problems and the item as it stands: rewriting the whole item costs every
+        field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix). A
+        record copied from the worked example is asked for aside, out of the example's sight: in the
+        conversation the 1.5B wrote the Kubernetes example's node-pool note back into a pump fault every round."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?(?:\.|$)", problem.path)
+        piece = next((p for p in self._pieces if match and p.field == match.group(1)
+                      and p.index == int(match.group(2)) and p.value is not None), None)
+        name = match.group(3) if match else ""
+        info = piece.model.model_fields.get(name) if piece is not None else None
+        k = None if not match or match.group(4) is None else int(match.group(4))
+        part = info and (info.annotation if k is None else list_item_model(info.annotation))
+        if not is_model(part) or (k is not None and k >= len(getattr(piece.value, name))):
+            return False
+        at = f"{piece.path}.{name}" + ("" if k is None else f"[{k}]")
+        if at in done:  # one request per record and round, with all of its problems
+            return True
+        done.add(at)
+        problems = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+        item = piece.value.model_dump(mode="json")
+        # A record of a list (a fault's reading) is shown with its siblings; a record field with the item's rest.
+        rest = item if k is not None else {key: v for key, v in item.items() if key != name}
+        instruction = (f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
+                       f"\n`{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
+                       f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{field_guide(part.model_fields)}")
+        room = max(200, max_tokens_for(piece, self._example) // (2 if k is None else 4))
+
+        def put(value: typing.Any) -> None:
+            data = piece.value.model_dump()
+            if k is None:
+                data[name] = value.model_dump()
+            else:
+                data[name][k] = value.model_dump()
+            piece.value = piece.model.model_validate(data)
+
+        try:
+            if any("from the worked example" in p for p in problems):
+                value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", part, max_tokens=room)
+            else:
+                value = self._session.ask(instruction, part, max_tokens=room)
+            put(value)
+            still = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+            if still and set(still) & set(problems):
+                # The same mistake again (a constraint whose fix is still the usual fix, four attempts running;
+                # a reading whose healthy and faulty values stayed equal in whole rewrites of the fault): once
+                # more, aside and hotter, shown what it wrote.
+                value = self._session.ask_aside(
+                    f"{self._world_so_far()}You wrote `{at}` as {value.model_dump_json()}, and it still has "
+                    f"problems:\n" + "\n".join(f"- {p}" for p in still[:6]) + f"\n{instruction}", part,
+                    max_tokens=room, temperature=REPEAT_TEMPERATURE)
+                put(value)
+                still = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+                fields = {p.path.removeprefix(at + ".") for p in still}
+                if len(fields) == 1 and (field := fields.pop()) in part.model_fields:
+                    self._other_value(at, value, field, [p.message for p in still], put)
+        except (ReplyError, ValidationError):
+            return False
+        self.progress("rewrote", self._attempt, at.removeprefix("domain."))
+        return True
+
+    def _other_value(self, at: str, record: typing.Any, field: str, wrong: list[str],
+                     put: Callable[[typing.Any], None]) -> bool:
+        """A short field of a record that stays wrong however the record is asked for (a constraint whose fix is
+        the usual fix, asked for alone, then again hotter) is chosen among three values the model names at once:
+        of three, one is likely another than the one it keeps writing. The first that clears the problem is
+        kept, and where the record's texts name the old value they name the new one (a note's '(fix)')."""
+        info = type(record).model_fields[field]
+        if info.annotation is not str or not any(getattr(m, "max_length", 999) <= 60 for m in info.metadata):
+            return False
+        old = getattr(record, field)
+        three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
+                                                    Field(min_length=3, max_length=3)))
+        try:
+            values = self._session.ask_aside(
+                f"{self._world_so_far()}`{at}` is {record.model_dump_json()}. Its `{field}` stays wrong: "
+                f"{'; '.join(wrong[:3])}. Name three other values for `{field}` as JSON {{\"values\": [...]}}, each "
+                f"another than {old!r}. `{field}`: {info.description or ''}", three, max_tokens=120,
+                schema=bounded(three.model_json_schema()), temperature=REPEAT_TEMPERATURE).values
+        except (ReplyError, ValidationError):
+            return False
+        data = record.model_dump()
+        for new in dict.fromkeys(v.strip() for v in values):
+            if new == old:
+                continue
+            named = {k: v.replace(f"({old})", f"({new})") if isinstance(v, str) else v for k, v in data.items()}
+            put(type(record).model_validate({**named, field: new}))
+            if not any(p.path == f"{at}.{field}" for p in self._check()):
+                self.progress("chose", self._attempt, f"{at.removeprefix('domain.')}.{field}: {old!r} -> {new!r}")
+                return True
+        put(record)
+        return False

@@ -1,0 +1,192 @@
+"""One text or line with a problem, asked for alone: an item's (`faults[1].runbook`), the header's (`alert`),
+a list's line (`symptom_lines[1]`) or a record's (`texts.demand_signals[2]`)."""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+
+from pydantic import ValidationError, create_model
+
+from openadapt.designer.chat import ReplyError
+from openadapt.designer.pieces import bounded, named_description
+from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
+from openadapt.families.domain import DomainProblem
+
+
+class TextRepairs(RepairBase):
+    def _reword(self, problem: DomainProblem) -> bool:
+        """One text of a list item with a problem is asked for on its own, the rest of the item kept: a field
+        (`faults[1].runbook`) or one line of a list (`faults[1].evidence[0]`).
+        - repeated from a sibling (a small model copies the note or the log line it wrote before, and copies it
+          again when the whole item is asked for): different from all the others, in the conversation;
+        - copied from the worked example: the same, aside, out of the example's sight;
+        - taking a phrase of the worked example over: the same, and kept only once it is its own;
+        - any other problem (a log line without `{component}`): with the problem and the item as it stands, and
+          kept only if the problem is gone (otherwise the item is rewritten whole).
+        Keys and references are not free text: a rename or the item's rewrite fixes those."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?$", problem.path)
+        if not match:
+            return False
+        list_name, name = match.group(1), match.group(3)
+        domain = self._family.domain
+        if domain.KEYS.get(list_name) == name or f"{list_name}.{name}" in domain.REFERENCES:
+            return False
+        copied = "copied from the worked example" in problem.message
+        taken = "from the worked example" in problem.message and not copied  # a phrase of it, in other words
+        repeated = "the same text appears" in problem.message
+        piece = next((p for p in self._pieces if p.field == list_name and p.index == int(match.group(2))), None)
+        line = None if match.group(4) is None else int(match.group(4))
+        current = getattr(piece.value, name, None) if piece is not None and piece.value is not None else None
+        if line is not None:
+            current = current[line] if isinstance(current, list) and line < len(current) else None
+        if not isinstance(current, str):
+            return False
+        siblings = []
+        for p in self._pieces:
+            if p.field == piece.field and p.index is not None and p.value is not None:
+                value = getattr(p.value, name)
+                siblings += value if isinstance(value, list) else [value]
+        info = piece.model.model_fields[name]
+        # a text field keeps its own bounds and pattern in the grammar (a reading's name is an identifier: asked
+        # as free text, the answer could not go back into the item, which was then rewritten with the example
+        # in sight and copied again)
+        one = create_model("OneText", text=(str, info) if line is None and info.annotation is str else (str, ...))
+        what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
+        what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
+        must = piece.model.model_fields[name].description or ""
+        if "in this field's description" in problem.message:  # the example it copied is not shown again
+            must = without_examples(must)
+        if copied or taken or repeated:
+            wrong = ("is copied from the worked example of another world" if copied else "takes a phrase from the "
+                     "worked example of another world" if taken else "repeats another item's")
+            # never the copy itself: shown what it took, the 1.5B wrote it back
+            shown = [t for t in dict.fromkeys(siblings) if not ((copied or taken) and t == current)]
+            instruction = (f"{what} {wrong}. Write a new one for this item ({identity(piece, name)}) as JSON "
+                           f"{{\"text\": ...}}, in its own words, different from every one of: "
+                           f"{json.dumps(shown)}. What it must be: {must}")
+        else:
+            instruction = (f"{what} has a problem: {problem.message}. It reads: {current!r}. The item as it stands: "
+                           f"{piece.value.model_dump_json()}\nWrite it again as JSON {{\"text\": ...}}, fixing the "
+                           f"problem. What it must be: {must}")
+        before = piece.value
+        try:
+            if copied or taken:
+                # Aside, and once more hotter if the answer is a line already there (the 1.5B often sends one of
+                # the lines it was told to differ from); then the item is rewritten whole.
+                said = ""
+                for tries in range(2):
+                    again = f"{said!r} is already there. " if said else ""
+                    text = self._session.ask_aside(f"{self._world_so_far()}{again}{instruction}", one, max_tokens=160,
+                                                   schema=bounded(one.model_json_schema()), reseed=tries,
+                                                   temperature=REPEAT_TEMPERATURE if said else None).text.strip()
+                    if text not in siblings:
+                        break
+                    said = text
+            else:
+                text = self._session.ask(instruction, one, max_tokens=160).text.strip()
+            if text in siblings:  # a copy again: the item is rewritten whole instead
+                return False
+            data = piece.value.model_dump()
+            if line is None:
+                data[name] = text
+            else:
+                data[name] = [text if i == line else v for i, v in enumerate(data[name])]
+            piece.value = piece.model.model_validate(data)
+        except (ReplyError, ValidationError):
+            return False
+        if not repeated and any(p.path == problem.path for p in self._check()):
+            piece.value = before  # still wrong: the item is rewritten whole, with all its problems
+            return False
+        self.progress("reworded", self._attempt, problem.path.removeprefix("domain."))
+        return True
+
+    def _rewrite_text(self, problem: DomainProblem, done: set[str]) -> bool:
+        """One text of the header (`alert`), one line of a list of lines (`symptom_lines[1]`), or a text or line
+        of a record of the domain (`texts.demand_signals[2]`) with problems is asked for alone and aside (the
+        task and the world so far, without the worked example), the rest kept, with every problem of that path
+        at once (asked for one problem at a time, run 19's alert ended its last attempt with two: no
+        `{component}`, and the worked example's '% of requests failing readiness'). An answer that leaves a
+        problem is asked for once more, hotter and told what is still wrong; the answer with the fewest problems
+        is kept (rewriting the whole header in the conversation gave the copied alert back three attempts
+        running, and a rewritten list of lines came back as one line written three times)."""
+        match = re.match(r"^domain\.(\w+)(?:\.(\w+))?(?:\[(\d+)\])?$", problem.path)
+        if not match:
+            return False
+        name, sub, line = match.group(1), match.group(2), None if match.group(3) is None else int(match.group(3))
+        own = [p for p in self._pieces if p.index is None and not p.keys and p.value is not None]
+        if sub is not None:  # a field of a record of the domain (`texts`), a piece of its own
+            if "from the worked example" in problem.message:
+                return False  # the whole record is written again aside (`_write`): one request for all its copies
+            piece = next((p for p in own if p.field == name and sub in p.model.model_fields), None)
+            at, guide = sub, piece.model.model_fields[sub].description if piece is not None else ""
+        elif line is None:  # a header field
+            piece = next((p for p in own if p.field is None and name in p.model.model_fields), None)
+            at, guide = name, piece.model.model_fields[name].description if piece is not None else ""
+        else:  # a list of lines, a piece of its own
+            piece = next((p for p in own if p.field == name and "items" in p.model.model_fields), None)
+            at, guide = "items", named_description(self._family.domain, name, self._pieces)
+        if piece is None:
+            return False
+        value = getattr(piece.value, at, None)
+        if line is not None:
+            if not isinstance(value, list) or line >= len(value) or not all(isinstance(i, str) for i in value):
+                return False
+            current, others = value[line], [v for j, v in enumerate(value) if j != line]
+        else:
+            current, others = value, []
+        if not isinstance(current, str):
+            return False
+        label = problem.path.removeprefix("domain.")
+        what = f"`{label}`" if line is None else f"Line {line + 1} of `{label.rsplit('[', 1)[0]}`"
+        if problem.path in done:  # one request per text and round, with all of its problems
+            return True
+        done.add(problem.path)
+
+        def problems_here() -> list[str]:
+            return [p.message for p in self._check() if p.path == problem.path]
+
+        wrong = problems_here() or [problem.message]
+        # never shown what it took from the worked example: shown the copy, the 1.5B wrote it back
+        was = "" if any("from the worked example" in m for m in wrong) else f" It reads: {current!r}."
+        differ = f", different from every one of: {json.dumps(others)}" if others else ""
+        # a field keeps its own bounds and pattern in the grammar (a tool's name is an identifier)
+        info = piece.model.model_fields[at]
+        kind = typing.get_args(info.annotation)[0] if line is not None and typing.get_args(info.annotation) else str
+        one = create_model("OneText", text=(str, info) if line is None and info.annotation is str else (kind, ...))
+        before, best, said = piece.value, None, ""
+
+        def put(text: str) -> None:
+            data = before.model_dump()
+            data[at] = text if line is None else [text if j == line else v for j, v in enumerate(value)]
+            piece.value = piece.model.model_validate(data)
+
+        for tries in range(2):
+            try:
+                text = self._session.ask_aside(
+                    f"{self._world_so_far(without=name if line is None and sub is None else None)}{said}{what} has "
+                    f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(wrong)}.{was} Write it again for "
+                    f"this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one, max_tokens=160,
+                    schema=bounded(one.model_json_schema()), reseed=tries,
+                    temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
+                if text == current or text in others:
+                    said = f"{text!r} is already there. "
+                    continue
+                put(text)
+            except (ReplyError, ValidationError):
+                piece.value = before
+                continue
+            still = problems_here()
+            if best is None or len(still) < len(best[1]):
+                best = (piece.value, still)
+            if not still:
+                break
+            said = f"You wrote {text!r}; still wrong: {'; '.join(still)}. "
+        if best is None:
+            piece.value = before
+            return False
+        piece.value = best[0]
+        left = f" ({len(best[1])} problem(s) left)" if best[1] else ""
+        self.progress("rewrote", self._attempt, f"{problem.path.removeprefix('domain.')}{left}")
+        return True
