@@ -1211,3 +1211,24 @@ def test_a_header_written_again_for_one_field_keeps_what_its_other_fields_were(l
     written = yaml.safe_load(candidate.files["domain.yaml"])
     assert any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was written again
     assert written["agent_role"] == "the farm's pump technician" and written["title"] == world["title"]
+
+
+def test_repeated_names_in_a_record_are_renamed_one_field_at_a_time(llm, world):
+    # run 21: the five tool names all `submit_diagnosis`; the record written again whole came back the same
+    same = {field: "run_check" for field in world["tools"]}
+
+    class Tools(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneText" and (match := re.search(r"`tools\.(\w+)` has a problem", text)):
+                return {"text": world["tools"][match.group(1)]}
+            return super().answer(text, title)
+
+    model = Tools(world, break_once={"domain.tools": same})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["tools"] == {**world["tools"],
+                                                                       next(iter(world["tools"])): "run_check"}
+    asked = [a for a in model.asked if re.search(r"`tools\.\w+` has a problem", a)]
+    assert len(asked) == len(same) - 1 and "is already the name of" in asked[0]
+    assert not any(a.startswith("Your `domain.tools`") for a in model.asked)  # the record kept

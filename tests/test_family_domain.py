@@ -48,6 +48,11 @@ def test_references_and_repeats():
     assert names_differ(["read", "submit"], "domain.tools", "tool names") == []
     assert _messages(names_differ(["read", "read"], "domain.tools", "tool names")) == [
         "domain.tools: tool names must differ: ['read', 'read']"]
+    # a record's names: each repeat at its own field, to be renamed alone
+    assert _messages(names_differ({"logs": "read", "notes": "read", "ask": "ask", "fix": "read"}, "domain.tools",
+                                  "tool names")) == [
+        "domain.tools.notes: 'read' is already the name of `logs`: tool names must differ (read, read, ask, read)",
+        "domain.tools.fix: 'read' is already the name of `logs`: tool names must differ (read, read, ask, read)"]
 
 
 def test_placeholders_allowed_and_required():

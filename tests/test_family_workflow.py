@@ -806,7 +806,7 @@ def test_other_semantic_checks():
     assert "already has" in problems["domain.scenarios[1].amount_field"]
     assert "increasing" in problems["domain.scenarios[2].thresholds"]
     assert "also an escalation" in problems["domain.scenarios[4].defer_categories[0]"]
-    assert "differ" in problems["domain.actions"] and "differ" in problems["domain.roles.senior"]
+    assert "differ" in problems["domain.actions.defer"] and "differ" in problems["domain.roles.senior"]
 
 
 def test_schema_errors_name_their_field():

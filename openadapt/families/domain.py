@@ -348,11 +348,25 @@ def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
     return problems
 
 
-def names_differ(names: list[str], path: str, what: str) -> list[DomainProblem]:
-    """A set of names (e.g. what the actions are called) in which each must differ from the others."""
-    if len(set(names)) == len(names):
+def names_differ(names: list[str] | dict[str, str], path: str, what: str) -> list[DomainProblem]:
+    """A set of names (e.g. what the actions are called) in which each must differ from the others. Given a
+    record's names by field, each repeat is reported at its own field (`domain.tools.notes`), so that it can be
+    renamed alone: reported for the whole record, run 21's five tool names all `submit_diagnosis` were
+    written again whole, and came back the same."""
+    values = list(names.values()) if isinstance(names, dict) else names
+    if len(set(values)) == len(values):
         return []
-    return [DomainProblem(path=path, message=f"{what} must differ: {names}")]
+    if not isinstance(names, dict):
+        return [DomainProblem(path=path, message=f"{what} must differ: {names}")]
+    first: dict[str, str] = {}
+    problems = []
+    for field, name in names.items():
+        if name in first:
+            problems.append(DomainProblem(path=f"{path}.{field}", message=(
+                f"{name!r} is already the name of `{first[name]}`: {what} must differ ({', '.join(names.values())})")))
+        else:
+            first[name] = field
+    return problems
 
 
 def dependency_cycle(graph: dict[str, list[str]]) -> list[str] | None:

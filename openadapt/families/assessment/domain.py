@@ -224,7 +224,7 @@ class AssessmentDomain(Domain):
         p += self._feature_duplicates()
         if len({s.lower() for s in self.scale}) != levels:
             p.append(DomainProblem(path="domain.scale", message=f"level names must differ: {self.scale}"))
-        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
+        p += names_differ(self.tools.model_dump(), "domain.tools", "tool names")
 
         p += bad_placeholders(self.header, slot_names, "domain.header")
         for i, section in enumerate(self.sections):

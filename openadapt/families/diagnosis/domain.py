@@ -259,7 +259,7 @@ class DiagnosisDomain(Domain):
         p += self._line_problems()
         p += too_few(list(dict.fromkeys(f.fix for f in self.faults)), 4, "domain.faults",
                      "distinct usual fixes, so that guessing a fix is not enough")
-        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
+        p += names_differ(self.tools.model_dump(), "domain.tools", "tool names")
         return p
 
     def _line_problems(self) -> list[DomainProblem]:

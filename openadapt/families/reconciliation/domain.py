@@ -352,7 +352,7 @@ class ReconciliationDomain(Domain):
         p += self._discrepancy_problems()
         p += self._policy_problems()
         p += self._variety_problems()
-        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
+        p += names_differ(self.tools.model_dump(), "domain.tools", "tool names")
         return p
 
     def _source_problems(self) -> list[DomainProblem]:

@@ -398,7 +398,7 @@ class ReportDomain(Domain):
                 p.append(DomainProblem(path=f"domain.statuses.excluded[{j}]",
                                        message=f"{status!r} must be a lowercase identifier"))
         p += names_differ(statuses, "domain.statuses", "statuses")
-        p += names_differ(list(self.task_names.model_dump().values()), "domain.task_names", "task names")
+        p += names_differ(self.task_names.model_dump(), "domain.task_names", "task names")
         fields = list(self.fields)
         for i, name in enumerate(fields):
             if name in fields[:i]:

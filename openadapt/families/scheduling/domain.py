@@ -297,7 +297,7 @@ class SchedulingDomain(Domain):
         p += self._rule_problems(types)
         p += self._text_field_problems()
         p += self._variety_problems()
-        p += names_differ(list(self.tools.model_dump().values()), "domain.tools", "tool names")
+        p += names_differ(self.tools.model_dump(), "domain.tools", "tool names")
         return p
 
     def slot_of(self, clock_text: str | None, default: int) -> int | None:

@@ -273,7 +273,7 @@ class WorkflowDomain(Domain):
                      "tiers staff a third colleague per skill)")
         p += self._text_template_problems()
         p += self._phishing_problems()
-        p += names_differ(list(self.actions.model_dump().values()), "domain.actions", "action names")
+        p += names_differ(self.actions.model_dump(), "domain.actions", "action names")
         if self.roles.junior == self.roles.senior:
             p.append(DomainProblem(path="domain.roles.senior", message="must differ from the junior scope's name"))
         if len(set(self.roles.senior_only)) != len(self.roles.senior_only):
