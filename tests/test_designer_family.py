@@ -1232,3 +1232,27 @@ def test_repeated_names_in_a_record_are_renamed_one_field_at_a_time(llm, world):
     asked = [a for a in model.asked if re.search(r"`tools\.\w+` has a problem", a)]
     assert len(asked) == len(same) - 1 and "is already the name of" in asked[0]
     assert not any(a.startswith("Your `domain.tools`") for a in model.asked)  # the record kept
+
+
+def test_an_item_written_again_for_one_field_keeps_its_other_fields(llm, world):
+    # run 21: a pump fault rewritten whole for its fix brought back the constraint fix chosen just before
+    fault = world["faults"][0]
+    kept = [*fault["evidence"][:1], "ERROR {component} pod evicted: node memory pressure"]
+    rewritten = {**world["faults"][0], "evidence": fault["evidence"], "runbook": "Check the events and the probe."}
+    echo = "a hidden operational fact that makes the usual fix wrong for this episode"  # the schema's own words
+
+    class Runbook(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneText" and "`runbook` of `domain.faults[0]` has a problem" in text:
+                return {"text": echo}  # asked alone it never gets better
+            if text.startswith("Your `domain.faults[0]` has problems"):
+                return rewritten
+            return super().answer(text, title)
+
+    model = Runbook(world, break_once={"domain.faults[0]": {**fault, "evidence": kept, "runbook": echo}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]
+    assert any(a.startswith("Your `domain.faults[0]` has problems") for a in model.asked)
+    assert written["runbook"] == "Check the events and the probe." and written["evidence"] == kept

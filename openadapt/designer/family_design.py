@@ -326,17 +326,24 @@ class FamilyDomainDesigner(PieceRepairs):
         self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
 
     @staticmethod
-    def _keep_sound_fields(header: Piece, before: BaseModel | None, paths: set[str]) -> None:
-        """After the header is written again for some of its fields, the others keep what they were: in run 20
-        the header rewritten for a copied agent role brought back the copied alert just rewritten aside, two
-        attempts running. (An item is kept whole: its fields depend on each other.)"""
-        if before is None or header.value is None:
+    def _keep_sound_fields(piece: Piece, before: BaseModel | None, paths: set[str], messages: list[str]) -> None:
+        """After a piece is written again for problems in some of its fields, the others keep what they were: in
+        run 20 the header rewritten for a copied agent role brought back the copied alert just rewritten aside,
+        two attempts running, and in run 21 a pump fault rewritten for its copied fix brought back the
+        constraint fix just chosen. A problem with the piece as a whole (or a line of a list piece), or a copy
+        of the worked example (its short texts are copies too, too short to be caught), keeps the rewrite whole."""
+        if before is None or piece.value is None or any("from the worked example" in m for m in messages):
             return
-        wrong = {re.split(r"[.\[]", path.removeprefix("domain."))[0] for path in paths}
+        wrong = set()
+        for path in paths:
+            rest = path.removeprefix(piece.path) if piece.field is not None else "." + path.removeprefix("domain.")
+            if not rest.startswith("."):
+                return  # the piece itself, or one of its lines
+            wrong.add(re.split(r"[.\[]", rest[1:])[0])
         kept = before.model_dump()
-        merged = {k: v if k in wrong else kept[k] for k, v in header.value.model_dump().items()}
+        merged = {k: v if k in wrong or k not in kept else kept[k] for k, v in piece.value.model_dump().items()}
         with contextlib.suppress(ValidationError):  # fields checked together: the rewrite stands whole
-            header.value = header.model.model_validate(merged)
+            piece.value = piece.model.model_validate(merged)
 
     def _siblings(self, piece: Piece) -> frozenset[str]:
         """The other items of a keyed list (`faults[1]` beside `faults[0]`...): each item is written out of their
@@ -404,8 +411,7 @@ class FamilyDomainDesigner(PieceRepairs):
             for piece, messages, paths in by_piece.values():
                 before = piece.value
                 self._write(piece, problems=messages[:6])
-                if piece.field is None:
-                    self._keep_sound_fields(piece, before, paths)
+                self._keep_sound_fields(piece, before, paths, messages)
             problems = self._check()
         notes = {**notes, "piece_repair_rounds": rounds, "problems": [len(started_with), len(problems)],
                  "fixed": len(started_with - {str(p) for p in problems}),
