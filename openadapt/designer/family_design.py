@@ -336,8 +336,8 @@ class FamilyDomainDesigner(PieceRepairs):
             return
         wrong = set()
         for path in paths:
-            rest = path.removeprefix(piece.path) if piece.field is not None else "." + path.removeprefix("domain.")
-            if not rest.startswith("."):
+            rest = path.removeprefix(piece.path) if piece.field is not None else path.removeprefix("domain")
+            if path == piece.path or not rest.startswith("."):
                 return  # the piece itself, or one of its lines
             wrong.add(re.split(r"[.\[]", rest[1:])[0])
         kept = before.model_dump()
