@@ -1,0 +1,5 @@
+"""Train an agent to diagnose failing irrigation pumps on a farm"""
+
+from .client import DiagnoseFailingIrrigationEnv
+
+__all__ = ["DiagnoseFailingIrrigationEnv"]

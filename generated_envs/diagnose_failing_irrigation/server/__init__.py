@@ -1,0 +1,1 @@
+"""Server of the diagnose_failing_irrigation environment."""
