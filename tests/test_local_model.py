@@ -458,3 +458,16 @@ def test_a_load_without_extra_buffers_turns_the_repacking_off_for_that_load_only
         # what `Llama()` reads while it loads (llama_cpp/llama.py calls it through the llama_cpp.llama_cpp module)
         assert not llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")
+def test_doctor_names_an_amx_build_and_the_command_that_rebuilds_it(monkeypatch):
+    from openadapt.designer import doctor
+    from openadapt.designer.local import backend
+
+    monkeypatch.setattr(backend, "amx_build", lambda llama_cpp: True)
+    finding = doctor.check_llama_cpp()
+    assert finding.status == "warn" and "AMX kernels" in finding.detail and "setup.sh" not in finding.detail
+    assert "scripts/setup.sh" in finding.fix
+    monkeypatch.setattr(backend, "amx_build", lambda llama_cpp: False)
+    assert doctor.check_llama_cpp().status == "ok"

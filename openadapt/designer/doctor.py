@@ -137,7 +137,7 @@ def check_llama_cpp() -> Finding:
 
     version = f"llama-cpp-python {_version('llama-cpp-python')}"
     if amx_build(llama_cpp):
-        return Finding(check="llama.cpp", status="warn", detail=f"{version}: {AMX_NOTE.split(': `')[0]}",
+        return Finding(check="llama.cpp", status="warn", detail=f"{version}: {AMX_NOTE.split('; `')[0]}",
                        fix="`bash scripts/setup.sh` (rebuilds llama-cpp-python without AMX, ~4 min)")
     return Finding(check="llama.cpp", status="ok", detail=version)
 

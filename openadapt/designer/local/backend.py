@@ -128,7 +128,7 @@ def _load(model: ResolvedModel, settings: LocalSettings, on_load: LoadCallback |
 
 
 AMX_NOTE = ("this llama.cpp was built with its AMX kernels, which crash on Q4_K models on some Xeons "
-            "(ggml-org/llama.cpp#20824): loaded without repacked weights, several times slower; "
+            "(ggml-org/llama.cpp#20824): loaded without repacked weights, about a third slower; "
             "`bash scripts/setup.sh` rebuilds llama-cpp-python without them")
 
 
