@@ -1,5 +1,0 @@
-"""Train an agent to diagnose failing irrigation pumps on a farm"""
-
-from .client import DiagnoseFailingIrrigationEnv
-
-__all__ = ["DiagnoseFailingIrrigationEnv"]

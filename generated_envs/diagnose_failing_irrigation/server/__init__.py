@@ -1,1 +1,0 @@
-"""Server of the diagnose_failing_irrigation environment."""
