@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--eval-episodes", type=int, default=200)
     parser.add_argument("--final-episodes", type=int, default=200, help="held-out seeds per tier at the end")
+    parser.add_argument("--replay-share", type=float, default=0.1, help="share of episodes on earlier tiers")
     parser.add_argument("--solver", type=json.loads, default={}, help="solver settings overrides, as JSON")
     parser.add_argument("--fresh", action="store_true", help="delete --output first")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output")
@@ -47,7 +48,8 @@ def main() -> None:
         shutil.rmtree(args.output)
 
     config = CurriculumConfig(source=args.source, output=args.output, model="tiny",
-                              rule=RuleConfig(window=args.window, min_episodes=args.window),
+                              rule=RuleConfig(window=args.window, min_episodes=args.window,
+                                              replay_share=args.replay_share),
                               hours=args.minutes / 60, eval_episodes=args.eval_episodes, wandb="disabled",
                               **args.solver)
     if args.resume:

@@ -31,7 +31,7 @@ def cli_run(tmp_path_factory):
     path = tmp_path_factory.mktemp("cli") / "run"
     result = run("train", GUESS, "--steps", "2", "--warmup-steps", "5", "--eval-episodes", "2",
                  "--num-generations", "2", "--prompts-per-step", "1", "--max-turns", "1", "--output", str(path),
-                 "--wandb", "offline")
+                 "--wandb", "offline", "--scale-rewards", "batch")
     assert result.exit_code == 0, result.output
     return path, result.output
 
@@ -43,7 +43,8 @@ def test_train_writes_the_run_and_prints_before_and_after(cli_run):
     summary = json.loads((path / "summary.json").read_text())
     assert summary["global_step"] == 2 and summary["wandb"] == "offline"
     assert list((path / "wandb").glob("offline-run-*")), "W&B offline run missing"
-    assert json.loads((path / "config.json").read_text())["package"] == GUESS
+    config = json.loads((path / "config.json").read_text())
+    assert config["package"] == GUESS and config["scale_rewards"] == "batch"
 
 
 def test_eval_a_trained_run_in_openenv_log_format(cli_run):
@@ -92,6 +93,7 @@ def test_report_command(cli_run):
         (("train", "seed:incident_triage", "--model", "/no/such/model"), 1, "model path /no/such/model does not exist"),
         (("train", "seed:incident_triage", "--wandb", "sometimes"), 2, "unknown W&B mode 'sometimes'"),
         (("train", "seed:incident_triage", "--eci", "9"), 2, "ECI tier 9 is outside 1-5"),
+        (("train", "seed:incident_triage", "--scale-rewards", "std"), 2, "unknown advantage scaling 'std'"),
         (("train", "seed:incident_triage", "--resume"), 2, "--resume needs the run directory"),
         (("eval", "seed:incident_triage", "--policy", "model:/no/such/run", "--episodes", "1"), 2,
          "not a training run directory"),

@@ -95,13 +95,15 @@ def test_episodes_stop_at_their_own_turn_limit(tokenizer):
     assert [len(t.turns) for t in traces] == [1, 3] and not any(t.finished for t in traces)
 
 
-def test_the_turn_batch_gives_every_turn_its_episodes_advantage(tmp_path):
+@pytest.mark.parametrize("scale_rewards", ["group", "none"])
+def test_the_turn_batch_gives_every_turn_its_episodes_advantage(tmp_path, scale_rewards):
     """One group of 4 episodes at ECI 3: investigate then diagnose right (2 turns, solved), diagnose right at once
     (1 turn, solved, but the cause upstream of the alert was never looked at), diagnose wrong at once, and
     investigate then diagnose wrong. The batch TRL trains on has 6 rows (one per turn), each row's prompt is the
-    context that turn saw, its completion is exactly what was generated, and its advantage is its episode's."""
+    context that turn saw, its completion is exactly what was generated, and its advantage is its episode's
+    (divided by the group's std with `scale_rewards="group"`, not with "none")."""
     config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3],
-                         max_turns=3, context="last", beta=0.05)
+                         max_turns=3, context="last", beta=0.05, scale_rewards=scale_rewards)
     with Solver.create(config) as solver:
         assert type(solver.trainer).__name__ == "TurnGRPOTrainer"
         _, (spec,) = solver.rollout.specs(0, 1)
@@ -124,7 +126,9 @@ def test_the_turn_batch_gives_every_turn_its_episodes_advantage(tmp_path):
     assert [len(t.turns) for t in traces] == [2, 1, 1, 2]
     assert [t.solved for t in traces] == [True, True, False, False]
     rewards = torch.tensor([quantize(t.episode_return) for t in traces])
-    expected = (rewards - rewards.mean()) / (rewards.std() + 1e-4)
+    expected = rewards - rewards.mean()
+    if scale_rewards == "group":
+        expected = expected / (rewards.std() + 1e-4)
     rows = [(i, row) for i, t in enumerate(traces) for row in t.rows]
     assert captured["prompt_ids"].shape[0] == len(rows) == 6
     assert torch.allclose(captured["advantages"], torch.stack([expected[i] for i, _ in rows]), atol=1e-5)
@@ -215,3 +219,52 @@ def test_the_curriculum_offers_its_current_tier_as_the_turn_tier():
     assert curriculum.turn_tier == 3
     curriculum.state.tier = 4  # escalated: replays now get ECI 4's turns
     assert curriculum.turn_tier == 4
+
+
+def test_an_exploration_opening_starts_the_first_reply_and_is_trained_as_the_models_own(tokenizer):
+    """`EpisodeSpec.opening`: the first turn is generated from the context plus the opening, the reply the
+    environment gets (and the row the loss trains on) is the opening plus what the model wrote; later turns are
+    the model's alone."""
+    seed, eci = 21, 3
+    root = incident(seed, eci).root
+    opening = tokenizer('{"tool": "inspect_logs"', add_special_tokens=False)["input_ids"]
+    contexts: list = []
+    rest = [f', "component": "{root}"}}', diagnose(seed, eci)]
+    with TextEnvPool("seed:incident_triage", 1) as pool:
+        (trace,) = run_episodes(pool.envs, [EpisodeSpec(seed=seed, eci=eci, opening=opening)],
+                                scripted(tokenizer, rest, contexts), tokenizer, system_prompt=None, max_turns=2,
+                                context="last")
+    assert trace.solved and json.loads(trace.turns[0].action) == {"tool": "inspect_logs", "component": root}
+    assert contexts[0] == trace.rows[0].prompt_ids + opening  # the model continued the opening
+    assert trace.rows[0].completion_ids[:len(opening)] == opening
+    assert contexts[1] == trace.rows[1].prompt_ids  # the second turn opens with nothing forced
+    assert trace.generated_tokens == sum(len(r.completion_ids) for r in trace.rows)
+
+
+def test_explore_draws_first_turn_openings_only_where_a_second_turn_can_follow(tmp_path):
+    from openadapt.training.grpo import choice_openings
+
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=8, num_generations=4, eci=[3],
+                         max_turns={1: 1, 3: 2}, context="last", explore=0.5)
+    with Solver.create(config) as solver:
+        rollout = solver.rollout
+        tokenizer = solver.loaded.tokenizer
+        tools = choice_openings(solver.pool.envs[0].system_prompt(), "triage")
+        assert tools[0] == '{"tool": "inspect_logs"' and len(tools) == 5
+        _, groups = rollout.specs(0, 8)
+        specs = [s for s in groups for _ in range(4)]
+        drawn = rollout.explore(specs, step=0)
+        assert drawn == rollout.explore(specs, step=0)  # seeded: a resumed run draws the same
+        opened = [tokenizer.decode(s.opening) for s in drawn if s.opening]
+        assert 6 <= len(opened) <= 26 and set(opened) <= {t.replace(" ", "") for t in tools}
+        assert len(set(opened)) > 1  # every choice can be drawn, the final one included
+        single = [s.model_copy(update={"max_turns": 1}) for s in specs]
+        assert not any(s.opening for s in rollout.explore(single, step=0))  # nothing can follow a forced read
+
+
+def test_explore_refuses_a_package_whose_action_has_no_choice_field():
+    from openadapt.training.envinfo import TrainingError
+    from openadapt.training.grpo import choice_openings
+
+    with pytest.raises(TrainingError, match="explore needs an action with a choice field"):
+        choice_openings('Reply with JSON: {"properties": {"text": {"type": "string"}}, "type": "object"}', "free")

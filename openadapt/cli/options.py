@@ -68,6 +68,17 @@ def _wandb(value: str) -> str:
     return value
 
 
+@parameter
+def _scale_rewards(value: str) -> str:
+    from typing import get_args
+
+    from openadapt.training.config import ScaleRewards
+
+    if value not in get_args(ScaleRewards):
+        raise ValueError(f"unknown advantage scaling {value!r}: use one of {', '.join(get_args(ScaleRewards))}")
+    return value
+
+
 PackageArg = Annotated[str, typer.Argument(metavar="PACKAGE", show_default=False,
                                            help="an environment package directory, or seed:NAME")]
 TrustOpt = Annotated[bool, typer.Option("--trust", help="run a package's own mechanics code in this process (it is "
@@ -84,6 +95,10 @@ PolicyOpt = Annotated[str, typer.Option("--policy", metavar="POLICY", callback=_
 WandbOpt = Annotated[str | None, typer.Option("--wandb", metavar="MODE", callback=_wandb,
                                               help="W&B logging: online, offline or disabled (default: online when "
                                                    "WANDB_API_KEY is set, else disabled)")]
+ScaleRewardsOpt = Annotated[str | None, typer.Option(
+    "--scale-rewards", metavar="HOW", callback=_scale_rewards,
+    help="GRPO advantage scaling: group (divide by the group's std, TRL's default), batch (by the step's std: a "
+         "group whose rewards barely differ moves the policy little), none")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", metavar="RUN_DIR",
                                                 help="run directory (default: runs/NAME-TIMESTAMP)")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="MODEL",

@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from openadapt.cli.options import ModelOpt, OutputOpt, PackageArg, SandboxOpt, TiersOpt, TrustOpt, WandbOpt
+from openadapt.cli.options import (
+    ModelOpt,
+    OutputOpt,
+    PackageArg,
+    SandboxOpt,
+    ScaleRewardsOpt,
+    TiersOpt,
+    TrustOpt,
+    WandbOpt,
+)
 from openadapt.cli.render import grid, show
 from openadapt.cli.shell import INTERRUPTED, err, out
 from openadapt.errors import UsageError
@@ -35,7 +44,8 @@ SkipOpt = Annotated[bool, typer.Option("--skip-validation", help="do not validat
 def train(
     ctx: typer.Context, package: PackageArg, model: ModelOpt = None, eci: TiersOpt = None, steps: StepsOpt = None,
     lr: LrOpt = None, num_generations: GenerationsOpt = None, prompts_per_step: PromptsOpt = None,
-    max_turns: TurnsOpt = None, output: OutputOpt = None, resume: ResumeOpt = False, wandb: WandbOpt = None,
+    max_turns: TurnsOpt = None, scale_rewards: ScaleRewardsOpt = None, output: OutputOpt = None,
+    resume: ResumeOpt = False, wandb: WandbOpt = None,
     warmup_steps: WarmupOpt = None, eval_episodes: EvalOpt = None, seed: SeedOpt = None,
     skip_validation: SkipOpt = False, sandbox: SandboxOpt = None, trust: TrustOpt = False,
 ) -> None:

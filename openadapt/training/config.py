@@ -54,6 +54,9 @@ class LoraSettings(BaseModel):
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
 
 
+ScaleRewards = Literal["group", "batch", "none"]
+
+
 class SolverSettings(BaseModel):
     """How the GRPO solver learns, shared by `openadapt train` and the curriculum.
 
@@ -89,8 +92,18 @@ class SolverSettings(BaseModel):
                                     "same expected gradient for a fraction of the cost on long episodes); None: "
                                     "every turn")
     temperature: float = Field(default=1.0, gt=0)
+    scale_rewards: ScaleRewards = Field(
+        default="group", description="how GRPO scales an episode's advantage (reward minus its group's mean): "
+        "'group' divides by the group's std (TRL's default), 'batch' by the step's, 'none' not at all (Dr. GRPO: "
+        "a group whose rewards barely differ then moves the policy barely)")
     beta: float | None = Field(default=None, ge=0, description="KL coefficient against the initial model (tiny "
                                "0.1: it keeps the warm-up's spread over tools; real models 0)")
+    explore: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="chance that a training episode's first turn, when its turn "
+        "limit leaves room for another, opens with a value of the action's first choice field (a family's tool) "
+        "drawn uniformly, the model writing the rest: exploration of actions a sharpened policy no longer samples "
+        "(a policy trained where one turn suffices stops investigating). It knows nothing of the answer; the "
+        "reply is trained on as the model's own")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)

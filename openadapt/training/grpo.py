@@ -14,6 +14,7 @@ passes to the reward function as keyword arguments. With `context="last"` the ba
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import time
@@ -47,6 +48,7 @@ class StepStats(BaseModel):
     completion_tokens: int
     generated_tokens: int
     rollout_s: float
+    explored: int = 0  # episodes whose first turn opened with an exploration draw (`explore`)
 
 
 def episode_reward(trace: EpisodeTrace, kind: str) -> float:
@@ -93,12 +95,29 @@ class EnvironmentRollout:
         self.generator_factory: Callable[[Any], Generator] | None = None  # tests script completions here
         self.stats: StepStats | None = None
         self.last_traces: list[EpisodeTrace] = []
+        self.openings: list[list[int]] = []  # `explore`: the first-turn openings drawn from
 
     def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None,
                budget: dict[int, int] | None = None) -> None:
         """The environments to play from the next step on; `budget` is the package's step budget per tier."""
         self.envs, self.package, self.tiers, self.system_prompt = envs, package, list(tiers), system_prompt
         self.budget = dict(budget or {})
+        if self.config.explore > 0:
+            self.openings = [self.tokenizer(text, add_special_tokens=False)["input_ids"]
+                             for text in choice_openings(system_prompt or "", package)]
+
+    def explore(self, specs: list[EpisodeSpec], step: int) -> list[EpisodeSpec]:
+        """`config.explore`: each episode whose turn limit leaves room for a second turn opens, with that chance,
+        with a uniformly drawn choice (seeded by the run, the step and the episode, so a resume draws the same)."""
+        if not self.openings:
+            return specs
+        drawn = []
+        for i, spec in enumerate(specs):
+            rng = random.Random(f"openadapt-explore:{self.config.seed}:{step}:{i}")
+            if (spec.max_turns is None or spec.max_turns > 1) and rng.random() < self.config.explore:
+                spec = spec.model_copy(update={"opening": rng.choice(self.openings)})
+            drawn.append(spec)
+        return drawn
 
     def specs(self, global_step: int, groups: int) -> tuple[list[int], list[EpisodeSpec]]:
         indices, specs = [], []
@@ -136,7 +155,7 @@ class EnvironmentRollout:
             raise TrainingError(f"TRL passed {len(prompts)} prompts, not a multiple of num_generations={g}")
         step = trainer.state.global_step
         indices, group_specs = self.specs(step, len(prompts) // g)
-        specs = [spec for spec in group_specs for _ in range(g)]
+        specs = self.explore([spec for spec in group_specs for _ in range(g)], step)
         model = trainer.accelerator.unwrap_model(trainer.model)
         was_training = model.training
         started = time.perf_counter()
@@ -151,6 +170,7 @@ class EnvironmentRollout:
         seconds = time.perf_counter() - started
         self.last_traces = traces
         self.stats = summarise_step(traces, self.config.reward, step + 1, self.package, seconds)
+        self.stats.explored = sum(bool(spec.opening) for spec in specs)
         if self.on_episode is not None:
             for i, trace in enumerate(traces):
                 self.on_episode(EpisodeOutcome(
@@ -187,6 +207,20 @@ class EnvironmentRollout:
         keep = sorted(random.Random(f"openadapt-turns:{self.config.seed}:{step}:{index}").sample(
             range(len(trace.rows)), limit))
         return [trace.rows[k] for k in keep]
+
+
+def choice_openings(system_prompt: str, package: str) -> list[str]:
+    """The openings of an action JSON for each value of the action's first enum field, from the schema the system
+    prompt shows: `{"tool": "inspect_logs"` ... (a family's tools)."""
+    from openadapt.training.envinfo import schema_from_prompt
+
+    schema = schema_from_prompt(system_prompt) or {}
+    for name, prop in schema.get("properties", {}).items():
+        values = prop.get("enum") or next((o["enum"] for o in prop.get("anyOf", []) if "enum" in o), None)
+        if values:
+            return [json.dumps({name: v})[:-1] for v in values]
+    raise TrainingError(f"{package}: explore needs an action with a choice field (an enum, such as a tool), and "
+                        "its schema has none")
 
 
 REWARD_QUANTUM = 2.0 ** -12

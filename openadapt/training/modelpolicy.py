@@ -43,6 +43,9 @@ class ModelPolicy:
         package's system prompt, the whole conversation, `PRETRAINED_TOKENS` tokens per turn."""
         from openadapt.training.loading import load_saved
         from openadapt.training.pretrained import is_gguf_model, trainable_model_dir
+        from openadapt.training.progress import quiet_third_party
+
+        quiet_third_party()  # transformers' "Loading weights" bar would land between `eval`'s own lines
 
         if not Path(run_dir).is_dir() and is_gguf_model(str(run_dir)):
             loaded = load_saved(trainable_model_dir(str(run_dir)), "pretrained")

@@ -38,6 +38,9 @@ class EpisodeSpec(BaseModel):
     seed: int
     eci: int
     max_turns: int | None = Field(default=None, description="this episode's turn limit (None: the run's)")
+    opening: list[int] = Field(default_factory=list, description="tokens the first reply starts with (an "
+                               "exploration draw, `grpo.EnvironmentRollout`); the model writes the rest, and the "
+                               "reply, these tokens included, is trained on like any other")
 
 
 class TurnRow(BaseModel):
@@ -132,6 +135,7 @@ class _Live:
         self.messages = messages
         self.limit = SAFETY_TURNS
         self.context_ids: list[int] = trace.prompt_ids  # what the next turn is generated from
+        self.opening: list[int] = []  # tokens the next reply starts with (first turn only)
 
 
 def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate: Generator, tokenizer: Any, *,
@@ -153,14 +157,16 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
                         env, messages)
         episode.limit = spec.max_turns or max_turns or SAFETY_TURNS
         episode.context_ids = episode.trace.prompt_ids
+        episode.opening = list(spec.opening)
         live.append(episode)
     active = list(live)
     turn = 0
     while active:
-        replies = generate([e.context_ids for e in active])
+        replies = generate([e.context_ids + e.opening for e in active])
         still = []
         for episode, reply in zip(active, replies, strict=True):
             trace = episode.trace
+            reply, episode.opening = episode.opening + reply, []
             text = tokenizer.decode(reply, skip_special_tokens=True)
             step = episode.env.step(text)
             if context == "last":

@@ -237,7 +237,7 @@ class Solver:
             learning_rate=config.lr, lr_scheduler_type="constant", max_grad_norm=1.0,
             max_steps=config.steps, per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=1,
             num_generations=config.num_generations, max_completion_length=config.max_completion_length,
-            temperature=config.temperature, top_p=1.0, top_k=0, beta=config.beta,
+            temperature=config.temperature, top_p=1.0, top_k=0, beta=config.beta, scale_rewards=config.scale_rewards,
             logging_steps=1, save_strategy="steps", save_steps=config.save_steps,
             save_total_limit=config.save_total_limit, report_to=[] if wandb_mode is WandbMode.DISABLED else ["wandb"],
             gradient_checkpointing=config.gradient_checkpointing, bf16=cuda and torch.cuda.is_bf16_supported(),
