@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from openadapt.cli.options import ModelOpt, OutputOpt, SandboxOpt, ScaleRewardsOpt, WandbOpt, tier_value
+from openadapt.cli.options import (
+    ModelOpt,
+    OutputOpt,
+    ReferenceOpt,
+    SandboxOpt,
+    ScaleRewardsOpt,
+    WandbOpt,
+    tier_value,
+)
 from openadapt.cli.render import Progress, kv_table, show
 from openadapt.cli.shell import INTERRUPTED, err
 from openadapt.errors import UsageError
@@ -49,7 +57,7 @@ def curriculum(
     threshold: ThresholdOpt = 0.90, replay_share: ReplayOpt = 0.1, step_back: StepBackOpt = False,
     start_eci: StartOpt = 1, eval_episodes: CountOpt = None, num_generations: GenerationsOpt = None,
     prompts_per_step: PromptsOpt = None, lr: LrOpt = None, scale_rewards: ScaleRewardsOpt = None,
-    warmup_steps: WarmupOpt = None,
+    reference: ReferenceOpt = None, warmup_steps: WarmupOpt = None,
     save_steps: SaveOpt = None, output: OutputOpt = None, resume: ResumeOpt = None, wandb: WandbOpt = None,
     sandbox: SandboxOpt = None, designer_base_url: UrlOpt = None, designer_model: DesignerModelOpt = None,
     escalation_attempts: RoundsOpt = 2, designer_attempts: AttemptsOpt = 3,

@@ -79,6 +79,13 @@ def _scale_rewards(value: str) -> str:
     return value
 
 
+@parameter
+def _reference(value: str) -> str:
+    if value not in ("initial", "tier"):
+        raise ValueError(f"unknown KL reference {value!r}: use initial or tier")
+    return value
+
+
 PackageArg = Annotated[str, typer.Argument(metavar="PACKAGE", show_default=False,
                                            help="an environment package directory, or seed:NAME")]
 TrustOpt = Annotated[bool, typer.Option("--trust", help="run a package's own mechanics code in this process (it is "
@@ -99,6 +106,10 @@ ScaleRewardsOpt = Annotated[str | None, typer.Option(
     "--scale-rewards", metavar="HOW", callback=_scale_rewards,
     help="GRPO advantage scaling: group (divide by the group's std, TRL's default), batch (by the step's std: a "
          "group whose rewards barely differ moves the policy little), none")]
+ReferenceOpt = Annotated[str | None, typer.Option(
+    "--reference", metavar="WHAT", callback=_reference,
+    help="what the KL term anchors the policy to: initial (the model GRPO started from) or tier (the policy at the "
+         "last escalation, holding what the earlier tiers taught; tiny only)")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", metavar="RUN_DIR",
                                                 help="run directory (default: runs/NAME-TIMESTAMP)")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="MODEL",

@@ -239,6 +239,7 @@ class Curriculum:
         self.state.versions.append(version)
         self.state.tier, self.state.escalated_from = target, current
         self.windows.restart(current)  # the tier left behind is measured afresh, by replay only
+        self.solver.anchor_reference()
         self._emit("escalated", tier=current, target=target, version=version.version, package=version.ref)
         control.should_save = True  # make the escalation durable at once
 

@@ -54,6 +54,7 @@ from openadapt.training.loading import LoadedModel, build_tiny, load_pretrained,
 from openadapt.training.modelpolicy import ModelPolicy, evaluate_model
 from openadapt.training.pool import TextEnvPool
 from openadapt.training.progress import quiet_third_party
+from openadapt.training.reference import ReferenceAnchor
 from openadapt.training.rundir import RunDir
 from openadapt.training.warmup import WarmupResult
 
@@ -136,6 +137,7 @@ class Solver:
         self.wandb_mode = wandb_mode
         self.notes = notes
         self.packages = [pool.label]
+        self.reference: ReferenceAnchor | None = None
         self._closed = False
 
     # ---- construction -----------------------------------------------------------------------------------
@@ -185,9 +187,12 @@ class Solver:
             metrics = MetricsWriter(run, rollout, config.beta)
             stopper = SaveOnStop()
             progress = SummaryOnSave()
-            trainer = cls._trainer(config, run, loaded, rollout, [metrics, *callbacks, progress, stopper],
-                                   wandb_mode)
+            reference = ReferenceAnchor()
+            trainer = cls._trainer(config, run, loaded, rollout,
+                                   [metrics, *callbacks, progress, reference, stopper], wandb_mode)
+            reference.attach(trainer, wanted=config.reference == "tier")
             solver = cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
+            solver.reference = reference
             progress.write = solver._write_progress
             return solver
         except BaseException:
@@ -277,6 +282,12 @@ class Solver:
                             new.section.step_budget)
         self.packages.append(new.label)
 
+    def anchor_reference(self) -> None:
+        """With `reference="tier"`: the KL term anchors to the current policy from now on (the curriculum calls
+        this at each escalation); otherwise nothing changes."""
+        if self.config.reference == "tier" and self.reference is not None:
+            self.reference.anchor()
+
     def evaluate(self, tiers: list[int], episodes: int) -> EvalReport:
         """Greedy decoding with the current weights on held-out seeds (EVAL_SEED_START up), per tier."""
         policy = ModelPolicy(self.model, self.loaded.tokenizer, system_prompt=bool(self.config.system_prompt),
@@ -299,6 +310,8 @@ class Solver:
             checkpoint = run.latest_checkpoint()
             resumed_from = int(checkpoint.name.split("-")[1])
             run.truncate_metrics(resumed_from)
+            if self.reference is not None:
+                self.reference.restore(checkpoint)
         elif run.holds_run():
             raise TrainingError(f"{run.path} already holds a run; pass --resume to continue it, or choose "
                                 "another --output")

@@ -1,0 +1,62 @@
+"""The KL reference a curriculum can move.
+
+GRPO's `beta` term anchors the policy to a reference model, by default the model GRPO started from (for `tiny`,
+the format warm-up's). In a curriculum that anchor pulls a mastered tier's policy back toward the warm-up's
+random actions while the next tier is learned. `reference="tier"` re-anchors the KL term to the policy as it
+stood when the current tier began (the curriculum calls `ReferenceAnchor.anchor` at each escalation), so the
+term holds what the earlier tiers taught instead. A moved reference is saved into every checkpoint and a resume
+restores it with the rest of the checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from openadapt.training.envinfo import TrainingError
+
+REFERENCE_FILE = "reference.safetensors"
+
+
+class ReferenceAnchor(TrainerCallback):
+    """Moves the GRPOTrainer's KL reference to the current policy and keeps it with the checkpoints."""
+
+    def __init__(self) -> None:
+        self.trainer: Any = None
+        self.moved = False
+
+    def attach(self, trainer: Any, wanted: bool) -> None:
+        """`wanted`: the run's settings ask for a movable reference; refused where there is none to move."""
+        self.trainer = trainer
+        if wanted and trainer.ref_model is None:
+            raise TrainingError("reference 'tier' needs a KL reference model to move: beta > 0 and a fully "
+                                "fine-tuned model (tiny); a LoRA run's reference is its base model")
+
+    def anchor(self) -> None:
+        """The reference becomes a copy of the current policy's weights."""
+        policy = self.trainer.accelerator.unwrap_model(self.trainer.model)
+        reference = self.trainer.accelerator.unwrap_model(self.trainer.ref_model)
+        reference.load_state_dict(policy.state_dict())
+        self.moved = True
+
+    def restore(self, checkpoint: Path) -> bool:
+        """Load the reference a checkpoint saved; False when it holds none (the reference never moved)."""
+        from safetensors.torch import load_model
+
+        path = checkpoint / REFERENCE_FILE
+        if self.trainer.ref_model is None or not path.exists():
+            return False
+        load_model(self.trainer.accelerator.unwrap_model(self.trainer.ref_model), str(path))
+        self.moved = True
+        return True
+
+    def on_save(self, args, state, control, **kwargs):
+        if self.moved:
+            from safetensors.torch import save_model
+
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            save_model(self.trainer.accelerator.unwrap_model(self.trainer.ref_model),
+                       str(checkpoint / REFERENCE_FILE))
+        return control

@@ -1,0 +1,89 @@
+"""`reference="tier"`: the KL term's reference model moves to the policy when asked (the curriculum asks at each
+escalation), the moved reference is saved with the checkpoints, and a resume restores it; a run without a
+reference model to move is refused up front."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("trl")
+
+import torch  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+from test_training import make_config  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
+
+from openadapt.training.reference import REFERENCE_FILE  # noqa: E402
+from openadapt.training.solver import Solver  # noqa: E402
+
+
+def weights(model) -> dict:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(bool((a[k] == b[k]).all()) for k in a)
+
+
+class AnchorAt(TrainerCallback):
+    """Moves the reference at the end of one step and keeps the policy's weights of that moment."""
+
+    def __init__(self, step: int):
+        self.step, self.solver, self.policy = step, None, None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            with torch.no_grad():  # a policy unlike the initial model whatever one step of GRPO did
+                for parameter in self.solver.model.parameters():
+                    parameter.add_(0.01)
+            self.solver.anchor_reference()
+            self.policy = weights(self.solver.model)
+        return control
+
+
+class RecordReference(TrainerCallback):
+    def __init__(self):
+        self.solver, self.at_start = None, None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.at_start = weights(self.solver.trainer.ref_model)
+        return control
+
+
+def test_a_tier_reference_moves_to_the_policy_is_checkpointed_and_restored_on_resume(tmp_path):
+    path = tmp_path / "run"
+    hook = AnchorAt(step=1)
+    with Solver.create(make_config(path, steps=2, beta=0.1, reference="tier", lr=5e-2),
+                       callbacks=[hook]) as solver:
+        hook.solver = solver
+        initial = weights(solver.trainer.ref_model)
+        solver.train()
+        moved = weights(solver.trainer.ref_model)
+    assert same(moved, hook.policy) and not same(moved, initial)  # the policy of step 1, not the start
+    saved = path / "checkpoints" / "checkpoint-2" / REFERENCE_FILE
+    assert saved.exists()
+
+    record = RecordReference()
+    with Solver.create(make_config(path, steps=3, beta=0.1, reference="tier", lr=5e-2, resume=True),
+                       callbacks=[record]) as solver:
+        record.solver = solver
+        solver.train()
+    assert same(record.at_start, moved)  # restored from checkpoint-2, not rebuilt from the initial model
+
+
+def test_the_initial_reference_stays_the_initial_model(tmp_path):
+    hook = AnchorAt(step=1)
+    with Solver.create(make_config(tmp_path / "run", steps=2, beta=0.1, lr=5e-2), callbacks=[hook]) as solver:
+        hook.solver = solver
+        initial = weights(solver.trainer.ref_model)
+        solver.train()
+        assert same(weights(solver.trainer.ref_model), initial)  # the policy moved; the reference did not
+        assert not same(weights(solver.model), initial)
+    assert not list((tmp_path / "run" / "checkpoints").glob(f"*/{REFERENCE_FILE}"))
+
+
+def test_a_tier_reference_without_a_reference_model_is_refused_before_anything_is_built(tmp_path):
+    with pytest.raises(ValidationError, match="reference 'tier' moves the KL reference model"):
+        make_config(tmp_path / "run", beta=0.0, reference="tier")
+    with pytest.raises(ValidationError, match="needs beta > 0"):
+        make_config(tmp_path / "run", model="qwen2.5-coder-0.5b", beta=0.1, reference="tier")
