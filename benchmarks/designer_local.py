@@ -3,6 +3,7 @@ mechanical fidelity score per prompt.
 
     python benchmarks/designer_local.py                       # the 1.5B default model, every prompt
     python benchmarks/designer_local.py --model qwen2.5-coder-0.5b --only irrigation_pumps,ci_failures
+    python benchmarks/designer_local.py --minutes-per-prompt 10   # every prompt, bounded: at most ~2.5 h
 
 The prompts, their expected family and their world terms are in benchmarks/designer_prompts.yaml, committed
 before any output was seen. The fidelity rubric (docs/designer.md), each point 0 or 1:
@@ -103,6 +104,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", default="", help="comma-separated prompt ids")
     parser.add_argument("--max-attempts", type=int, default=2)
+    parser.add_argument("--minutes-per-prompt", type=float, default=None, help="no model request or attempt starts "
+                        "after this long on one prompt (generate's --time-limit): bounds a whole run's time")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_local")
     parser.add_argument("--choice-only", action="store_true", help="measure only the family choice (seconds)")
     args = parser.parse_args()
@@ -128,7 +131,8 @@ def main() -> None:
         for prompt in prompts:
             started = time.monotonic()
             result = generate(GenerateRequest(task=prompt["task"], name=prompt["id"], output_root=out, force=True,
-                                              local=local, max_attempts=args.max_attempts),
+                                              local=local, max_attempts=args.max_attempts,
+                                              time_limit_s=args.minutes_per_prompt and args.minutes_per_prompt * 60),
                               progress=lambda phase, attempt, detail: print(f"  {phase} {attempt}: {detail}",
                                                                             file=sys.stderr, flush=True),
                               validator=validator)
