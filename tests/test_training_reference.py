@@ -73,13 +73,20 @@ def test_a_tier_reference_moves_to_the_policy_is_checkpointed_and_restored_on_re
 
 def test_the_initial_reference_stays_the_initial_model(tmp_path):
     hook = AnchorAt(step=1)
-    with Solver.create(make_config(tmp_path / "run", steps=2, beta=0.1, lr=5e-2), callbacks=[hook]) as solver:
+    with Solver.create(make_config(tmp_path / "run", steps=2, beta=0.1, lr=5e-2, reference="initial"),
+                       callbacks=[hook]) as solver:
         hook.solver = solver
         initial = weights(solver.trainer.ref_model)
         solver.train()
         assert same(weights(solver.trainer.ref_model), initial)  # the policy moved; the reference did not
         assert not same(weights(solver.model), initial)
     assert not list((tmp_path / "run" / "checkpoints").glob(f"*/{REFERENCE_FILE}"))
+
+
+def test_the_default_reference_is_tier_where_it_can_move_and_initial_elsewhere(tmp_path):
+    assert make_config(tmp_path / "a", beta=0.1).reference == "tier"
+    assert make_config(tmp_path / "b", beta=0.0).reference == "initial"
+    assert make_config(tmp_path / "c", model="qwen2.5-coder-0.5b").reference == "initial"
 
 
 def test_a_tier_reference_without_a_reference_model_is_refused_before_anything_is_built(tmp_path):

@@ -109,7 +109,7 @@ ScaleRewardsOpt = Annotated[str | None, typer.Option(
 ReferenceOpt = Annotated[str | None, typer.Option(
     "--reference", metavar="WHAT", callback=_reference,
     help="what the KL term anchors the policy to: initial (the model GRPO started from) or tier (the policy at the "
-         "last escalation, holding what the earlier tiers taught; tiny only)")]
+         "last escalation, holding what the earlier tiers taught; the default for tiny, which it needs)")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", metavar="RUN_DIR",
                                                 help="run directory (default: runs/NAME-TIMESTAMP)")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="MODEL",

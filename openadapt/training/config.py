@@ -98,11 +98,11 @@ class SolverSettings(BaseModel):
         "a group whose rewards barely differ then moves the policy barely)")
     beta: float | None = Field(default=None, ge=0, description="KL coefficient against the initial model (tiny "
                                "0.1: it keeps the warm-up's spread over tools; real models 0)")
-    reference: Literal["initial", "tier"] = Field(
-        default="initial", description="what the KL term (beta) anchors the policy to: the model GRPO started "
-        "from ('initial'), or in a curriculum the policy as it stood at the last escalation ('tier': the term then "
-        "holds what the earlier tiers taught, where 'initial' pulls it back toward the warm-up's random actions; "
-        "needs beta > 0 and a fully fine-tuned model)")
+    reference: Literal["initial", "tier"] | None = Field(
+        default=None, description="what the KL term (beta) anchors the policy to: the model GRPO started from "
+        "('initial'), or in a curriculum the policy as it stood at the last escalation ('tier': the term then holds "
+        "what the earlier tiers taught, where 'initial' pulls it back toward the warm-up's random actions; needs "
+        "beta > 0 and a fully fine-tuned model). Default: 'tier' where that holds (tiny), else 'initial'")
     explore: float = Field(
         default=0.0, ge=0.0, le=1.0, description="chance that a training episode's first turn, when its turn "
         "limit leaves room for another, opens with a value of the action's first choice field (a family's tool) "
@@ -156,7 +156,10 @@ class SolverSettings(BaseModel):
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 self.__dict__[name] = value  # resolved, not "set": model_fields_set keeps what was asked for
-        if self.reference == "tier" and not (self.beta and (tiny or self.lora is None)):
+        movable = bool(self.beta) and (tiny or self.lora is None)
+        if self.reference is None:
+            self.__dict__["reference"] = "tier" if movable else "initial"
+        if self.reference == "tier" and not movable:
             raise ValueError("reference 'tier' moves the KL reference model: it needs beta > 0 and a fully "
                              "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")
         return self
