@@ -68,22 +68,24 @@ def _wandb(value: str) -> str:
     return value
 
 
-@parameter
-def _scale_rewards(value: str) -> str:
-    from typing import get_args
+def _one_of(what: str, literal_name: str) -> Callable[[Any], Any]:
+    """An option callback accepting the values of one of the training config's Literal types."""
 
-    from openadapt.training.config import ScaleRewards
+    def check(value: str) -> str:
+        from typing import get_args
 
-    if value not in get_args(ScaleRewards):
-        raise ValueError(f"unknown advantage scaling {value!r}: use one of {', '.join(get_args(ScaleRewards))}")
-    return value
+        from openadapt.training import config
+
+        allowed = get_args(getattr(config, literal_name))
+        if value not in allowed:
+            raise ValueError(f"unknown {what} {value!r}: use one of {', '.join(allowed)}")
+        return value
+
+    return parameter(check)
 
 
-@parameter
-def _reference(value: str) -> str:
-    if value not in ("initial", "tier"):
-        raise ValueError(f"unknown KL reference {value!r}: use initial or tier")
-    return value
+_scale_rewards = _one_of("advantage scaling", "ScaleRewards")
+_reference = _one_of("KL reference", "KlReference")
 
 
 PackageArg = Annotated[str, typer.Argument(metavar="PACKAGE", show_default=False,

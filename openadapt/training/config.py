@@ -55,6 +55,7 @@ class LoraSettings(BaseModel):
 
 
 ScaleRewards = Literal["group", "batch", "none"]
+KlReference = Literal["initial", "tier"]
 
 
 class SolverSettings(BaseModel):
@@ -98,7 +99,7 @@ class SolverSettings(BaseModel):
         "a group whose rewards barely differ then moves the policy barely)")
     beta: float | None = Field(default=None, ge=0, description="KL coefficient against the initial model (tiny "
                                "0.1: it keeps the warm-up's spread over tools; real models 0)")
-    reference: Literal["initial", "tier"] | None = Field(
+    reference: KlReference | None = Field(
         default=None, description="what the KL term (beta) anchors the policy to: the model GRPO started from "
         "('initial'), or in a curriculum the policy as it stood at the last escalation ('tier': the term then holds "
         "what the earlier tiers taught, where 'initial' pulls it back toward the warm-up's random actions; needs "

@@ -15,8 +15,6 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from openadapt.training.envinfo import TrainingError
-
 REFERENCE_FILE = "reference.safetensors"
 
 
@@ -24,15 +22,8 @@ class ReferenceAnchor(TrainerCallback):
     """Moves the GRPOTrainer's KL reference to the current policy and keeps it with the checkpoints."""
 
     def __init__(self) -> None:
-        self.trainer: Any = None
+        self.trainer: Any = None  # set once the GRPOTrainer exists (it takes this callback at construction)
         self.moved = False
-
-    def attach(self, trainer: Any, wanted: bool) -> None:
-        """`wanted`: the run's settings ask for a movable reference; refused where there is none to move."""
-        self.trainer = trainer
-        if wanted and trainer.ref_model is None:
-            raise TrainingError("reference 'tier' needs a KL reference model to move: beta > 0 and a fully "
-                                "fine-tuned model (tiny); a LoRA run's reference is its base model")
 
     def anchor(self) -> None:
         """The reference becomes a copy of the current policy's weights."""

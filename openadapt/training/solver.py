@@ -190,7 +190,7 @@ class Solver:
             reference = ReferenceAnchor()
             trainer = cls._trainer(config, run, loaded, rollout,
                                    [metrics, *callbacks, progress, reference, stopper], wandb_mode)
-            reference.attach(trainer, wanted=config.reference == "tier")
+            reference.trainer = trainer  # config validation refused 'tier' where there is no reference model
             solver = cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
             solver.reference = reference
             progress.write = solver._write_progress
