@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from openadapt.designer.chat import ChatBackend, Completion, ReplyError, SchemaError, Usage
 from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.local import store
-from openadapt.designer.local.backend import LocalSettings, default_threads
+from openadapt.designer.local.backend import LocalSettings, default_threads, idle_cores
 from openadapt.designer.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
 from openadapt.designer.local.errors import LocalLLMError, ModelCorruptError, ModelNotInstalledError, PullError
 from openadapt.designer.local.gguf_header import read_gguf_info
@@ -272,7 +272,21 @@ def test_without_llama_cpp_the_message_says_how_to_install_it(fake, tmp_path, mo
 
 def test_threads_setting(monkeypatch):
     monkeypatch.delenv("OPENADAPT_THREADS", raising=False)
-    assert default_threads() == 1 and LocalSettings().threads == 1
+    idle_cores.cache_clear()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.6, 1.0, 1.0))
+    assert default_threads() == 1 and LocalSettings().threads == 1  # 4 cores, 3 of them busy
+    monkeypatch.setattr(os, "getloadavg", lambda: (9.0, 1.0, 1.0))
+    assert default_threads() == 1  # the cached first answer: one thread count, one loaded model, per process
+    idle_cores.cache_clear()
+    assert default_threads() == 1  # overloaded: still one thread
+    idle_cores.cache_clear()
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 1.0, 1.0))
+    assert default_threads() == 4
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    idle_cores.cache_clear()
+    assert default_threads() == 8  # capped
+    idle_cores.cache_clear()
     monkeypatch.setenv("OPENADAPT_THREADS", "2")
     assert LocalSettings().threads == 2
     monkeypatch.setenv("OPENADAPT_THREADS", "two")

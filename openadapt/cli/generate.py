@@ -23,7 +23,8 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="replace an existing pac
 LocalModelOpt = Annotated[str | None, typer.Option(metavar="PATH.gguf|ID", envvar="OPENADAPT_LOCAL_MODEL",
                                                    help="the embedded model: a catalogue id (`openadapt models "
                                                         "list`) or a .gguf file")]
-ThreadsOpt = Annotated[int | None, typer.Option(min=1, help="llama.cpp threads (env OPENADAPT_THREADS, else 1)")]
+ThreadsOpt = Annotated[int | None, typer.Option(min=1, help="llama.cpp threads (env OPENADAPT_THREADS, else the "
+                                                              "idle cores)")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="sampling seed of the designer model")]
 TemperatureOpt = Annotated[float | None, typer.Option(min=0.0, help="sampling temperature (0: greedy)")]
 BaseUrlOpt = Annotated[str | None, typer.Option(metavar="URL", help="an OpenAI-compatible endpoint instead of the "
