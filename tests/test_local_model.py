@@ -4,6 +4,7 @@ and, when the 0.5B model is in the cache, the real model through llama.cpp."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib.util
 import json
@@ -485,3 +486,71 @@ def test_doctor_names_an_amx_build_and_the_command_that_rebuilds_it(monkeypatch)
     assert "scripts/setup.sh" in finding.fix
     monkeypatch.setattr(backend, "amx_build", lambda llama_cpp: False)
     assert doctor.check_llama_cpp().status == "ok"
+
+
+@real_model
+def test_grammar_checked_first_on_the_likeliest_tokens(small, monkeypatch):
+    """The default sampling checks a schema's grammar against the likeliest tokens first (TopKGrammar): greedy,
+    it writes exactly what checking the whole vocabulary writes, and it is what the backend really uses."""
+    from openadapt.designer.local import sampling
+    from openadapt.designer.local.backend import LocalLLM
+
+    calls = []
+    apply = sampling.TopKGrammar.apply
+    monkeypatch.setattr(sampling.TopKGrammar, "apply", lambda self, cur_p: (calls.append(1), apply(self, cur_p)))
+    schema = {"type": "object", "properties": {"cause": {"type": "string", "maxLength": 80},
+                                               "pressure_bar": {"type": "integer"}},
+              "required": ["cause", "pressure_bar"]}
+    replies = {}
+    for check_first in (sampling.CHECK_FIRST, 0):
+        backend = LocalLLM(small.settings.model_copy(update={"temperature": 0.0, "grammar_check_first": check_first}))
+        backend.reset_cache()
+        calls.clear()
+        replies[check_first] = backend.complete(PROMPT, schema=schema, max_tokens=60)
+        assert (len(calls) > 0) == bool(check_first)  # 0: llama-cpp-python's own grammar sampler, untouched
+    fast, full = replies[sampling.CHECK_FIRST], replies[0]
+    assert fast.text == full.text and json.loads(fast.text)["cause"]
+    assert small.settings.grammar_check_first == sampling.CHECK_FIRST  # the default
+
+
+@real_model
+def test_grammar_check_falls_back_to_the_whole_vocabulary():
+    """Where none of the likeliest tokens fits the grammar, every token is checked; otherwise only the likeliest
+    allowed ones are kept."""
+    import llama_cpp
+    import numpy as np
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    from openadapt.designer.local.sampling import TopKGrammar
+
+    vocab_llama = llama_cpp.Llama(str(store.status(REAL).path), vocab_only=True, verbose=False)
+    grammar = LlamaGrammar.from_string('root ::= [0-9]+', verbose=False)
+    n = vocab_llama.n_vocab()
+    pieces = [vocab_llama.detokenize([i]).decode("utf-8", "replace") for i in range(n)]
+    digits = np.array([p.isascii() and p.isdigit() for p in pieces])
+
+    def candidates(logits):
+        data = (llama_cpp.llama_token_data * n)()
+        view = np.ctypeslib.as_array(data)
+        view["id"], view["logit"], view["p"] = np.arange(n), logits, 0.0
+        array = llama_cpp.llama_token_data_array(data=ctypes.cast(data, llama_cpp.llama_token_data_p), size=n,
+                                                 selected=-1, sorted=False)
+        return data, array
+
+    rng = np.random.default_rng(0)
+    for digits_on_top in (False, True):
+        logits = rng.normal(size=n).astype(np.float32)
+        logits[digits] -= 20.0  # no digit among the likeliest ...
+        if digits_on_top:
+            logits[np.flatnonzero(digits)[:3]] += 40.0  # ... or three of them there
+        sampler = TopKGrammar(vocab_llama._model.vocab, grammar._grammar, grammar._root, k=64)
+        data, array = candidates(logits)
+        sampler.apply(ctypes.pointer(array))
+        kept = np.ctypeslib.as_array(data)[: array.size]
+        allowed = kept[np.isfinite(kept["logit"])]
+        assert len(allowed) and all(digits[allowed["id"]])
+        if digits_on_top:
+            assert array.size == 3 and set(allowed["id"]) == set(np.flatnonzero(digits)[:3])
+        else:  # the whole vocabulary was checked: every digit token is still a candidate
+            assert set(allowed["id"]) == set(np.flatnonzero(digits))
+        sampler.close()

@@ -105,6 +105,7 @@ class Sampling(BaseModel):
     min_p: float | None = None
     seed: int | None = None
     max_tokens: int = 8192
+    grammar_check_first: int | None = None  # local model: see LocalSettings.grammar_check_first
 
 
 class BackendInfo(BaseModel):

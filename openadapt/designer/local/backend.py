@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from openadapt.designer.chat import BackendInfo, Completion, Message, Sampling, SchemaError, Usage
 from openadapt.designer.local.contexts import SavedContexts, chat_tokens, shared_prefix
 from openadapt.designer.local.errors import LocalLLMError
+from openadapt.designer.local.sampling import CHECK_FIRST, fast_grammar_llama
 from openadapt.designer.local.store import ResolvedModel, resolve_model
 from openadapt.errors import UsageError
 
@@ -83,10 +84,13 @@ class LocalSettings(BaseModel):
     min_p: float = Field(default=0.05, ge=0.0, le=1.0)
     seed: int = Field(default=0, ge=0)
     max_tokens: int = Field(default=4096, ge=1)  # per call unless complete(max_tokens=) says otherwise
+    # How many of the likeliest tokens are checked against a schema's grammar before the whole vocabulary is
+    # (sampling.TopKGrammar); 0 checks the whole vocabulary at every step, as llama.cpp's grammar sampler does.
+    grammar_check_first: int = Field(default=CHECK_FIRST, ge=0)
 
     def sampling(self) -> Sampling:
         return Sampling(temperature=self.temperature, top_p=self.top_p, top_k=self.top_k, min_p=self.min_p,
-                        seed=self.seed, max_tokens=self.max_tokens)
+                        seed=self.seed, max_tokens=self.max_tokens, grammar_check_first=self.grammar_check_first)
 
 
 class LoadEvent(BaseModel):
@@ -131,7 +135,7 @@ def _load(model: ResolvedModel, settings: LocalSettings, on_load: LoadCallback |
         amx = amx_build(llama_cpp)
         try:
             with _without_extra_buffers(llama_cpp) if amx else contextlib.nullcontext():
-                llama = llama_cpp.Llama(model_path=str(model.path), n_ctx=settings.n_ctx,
+                llama = fast_grammar_llama(llama_cpp.Llama)(model_path=str(model.path), n_ctx=settings.n_ctx,
                                         n_batch=settings.n_batch, n_threads=settings.threads,
                                         n_threads_batch=settings.threads, seed=settings.seed, verbose=False)
         except ValueError as exc:
@@ -239,6 +243,7 @@ class LocalLLM:
             llama_cpp.llama_perf_context_reset(llama.ctx)
             started = time.monotonic()
             self._loaded.saved.before(llama, chat_tokens(llama, messages))
+            llama.grammar_check_first = s.grammar_check_first
             try:
                 temperature = s.temperature if temperature is None else temperature
                 response = llama.create_chat_completion(
