@@ -466,7 +466,7 @@ def test_a_reading_named_twice_in_a_fault_is_renamed_alone_aside(llm, world):
     assert candidate.usable, candidate.problems
     first, again = [r for r in llm.requests if "needs another `name`" in r["messages"][-1]["content"]]
     assert len(first["messages"]) == 2 and first["response_format"]["json_schema"]["schema"]["properties"]["name"][
-        "pattern"] == "^[a-z][a-z0-9_]*$"  # aside, under the name's own pattern
+        "pattern"] == "^[a-z][a-z0-9_]{0,40}$"  # aside, under the name's own pattern (bounded)
     assert "is taken" in again["messages"][-1]["content"] and again["temperature"] == 0.9  # once more, hotter
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten
     metrics = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["metrics"]
@@ -639,7 +639,7 @@ def test_a_copied_reading_name_is_asked_for_alone_as_the_identifier_its_field_wa
     assert candidate.usable, candidate.problems
     (ask,) = [r for r in llm.requests if marker in r["messages"][-1]["content"]]
     text = ask["response_format"]["json_schema"]["schema"]["properties"]["text"]
-    assert text["pattern"] == "^[a-z][a-z0-9_]*$" and text["maxLength"] == 40  # the field's own bounds
+    assert text["pattern"] == "^[a-z][a-z0-9_]{0,40}$" and text["maxLength"] == 40  # the field's own bounds
     assert not any(a.startswith("Your `domain.victim_metrics[0]`") for a in model.asked)  # not rewritten whole
     assert yaml.safe_load(candidate.files["domain.yaml"])["victim_metrics"][0]["name"] == "pods_not_ready"
 
@@ -838,6 +838,22 @@ def test_patterns_are_spelled_the_way_llama_cpp_grammars_take_them_and_match_the
         assert "\\d" not in spelled and "\\." not in spelled and "\\{" not in spelled
         for text in samples:
             assert bool(re.match(pattern, text)) == bool(re.match(spelled, text)), (pattern, spelled, text)
+
+
+def test_patterned_strings_are_bounded_and_cannot_close_the_json_string():
+    """llama.cpp's converter ignores maxLength beside a pattern: the grammar bounds each repeat itself, and a
+    negated class no longer lets the model write the closing quote (and the rest of the record) into the value."""
+    from openadapt.designer.pieces import bounded
+
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 12, "pattern": r"^[^|:\n]+$"},
+        "id": {"type": "string", "maxLength": 8, "pattern": r"^[a-z][a-z0-9_]*$"},
+        "day": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"}}}
+    props = bounded(schema)["properties"]
+    name, ident, day = (props[k]["pattern"] for k in ("name", "id", "day"))
+    assert re.match(name, "Nordic Steel") and not re.match(name, 'Nordic", "aliases') and not re.match(name, "a" * 13)
+    assert re.match(ident, "pump_fai") and not re.match(ident, "p" + "x" * 9)  # each repeat at most maxLength
+    assert re.match(day, "2026-12-01") and not re.match(day, "2026-1-01")
 
 
 def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world):

@@ -338,6 +338,51 @@ def test_endpoint_client_sends_schemas_and_max_tokens(llm):
     assert key not in info.model_dump_json() and key not in client.config.model_dump_json()
 
 
+class _FakeContext:
+    """Just what SavedContexts reads of a llama.cpp context: the tokens it holds, and its states."""
+
+    @dataclass
+    class State:
+        input_ids: list[int]
+        n_tokens: int
+
+    def __init__(self):
+        self._input_ids: list[int] = []
+        self.n_tokens = 0
+        self.loads = 0
+
+    def save_state(self):
+        return self.State(list(self._input_ids), self.n_tokens)
+
+    def load_state(self, state):
+        self._input_ids, self.n_tokens, self.loads = list(state.input_ids), state.n_tokens, self.loads + 1
+
+    def evaluate(self, saved, tokens):
+        saved.before(self, tokens)
+        self._input_ids, self.n_tokens = list(tokens), len(tokens)
+
+
+def test_saved_contexts_keep_the_conversation_through_a_run_of_requests_aside():
+    """Five items written aside one after another (each long enough to be saved in turn) must not push the long
+    conversation out: the next conversation request loads it back instead of evaluating it again."""
+    from openadapt.designer.local.contexts import MIN_SAVED_TOKENS, SavedContexts
+
+    saved, llama = SavedContexts(), _FakeContext()
+    system = list(range(300))
+    conversation = system + list(range(10_000, 12_000))
+    llama.evaluate(saved, conversation)
+    for item in range(5):
+        aside = system + [20_000 + 1_000 * item + i for i in range(MIN_SAVED_TOKENS + 200)]
+        llama.evaluate(saved, aside)
+    llama.evaluate(saved, conversation + [1, 2, 3])  # the conversation resumes
+    assert llama.loads == 1 and llama.n_tokens == len(conversation) + 3
+    assert max(state.n_tokens for state in saved.states) == len(conversation)
+    # a state a newer one continues is dropped, not kept beside it
+    llama.evaluate(saved, conversation + list(range(30_000, 31_000)))
+    llama.evaluate(saved, system + list(range(40_000, 41_000)))  # aside again: the longer conversation is saved
+    assert [s.n_tokens for s in saved.states].count(len(conversation)) == 0
+
+
 # -------------------------------------------------------------------------------------------- the real 0.5B model
 
 REAL = "qwen2.5-coder-0.5b"
@@ -435,6 +480,23 @@ def test_real_model_resumes_a_long_conversation_after_a_request_aside(small):
     assert resumed.usage.prompt_tokens > 900
     assert resumed.cached_prompt_tokens > 0.8 * resumed.usage.prompt_tokens  # restored, not re-evaluated
     assert resumed.text == plain.text
+
+
+@real_model
+def test_real_model_keeps_the_conversation_through_several_long_requests_aside(small):
+    """Several long requests aside in a row (a list's items, each written aside) do not push the conversation
+    out of the saved states: they are kept by what they cost to evaluate again, not by age."""
+    facts = " ".join(f"Pump P{i} on field {i % 7} draws from well W{i % 3} at {20 + i} metres." for i in range(60))
+    conversation = [{"role": "system", "content": f"You maintain a farm's irrigation. Facts: {facts}"},
+                    {"role": "user", "content": "Which well does pump P12 draw from?"}]
+    small.reset_cache()
+    small.complete(conversation, max_tokens=8)
+    for n in range(3):  # each aside holds ~600 tokens, enough to be saved in turn
+        notes = " ".join(f"Valve V{n}{i} on line {i % 5} opens at {30 + i} psi." for i in range(45))
+        small.complete([{"role": "user", "content": f"{notes} Which valve opens first?"}], max_tokens=8)
+    follow = [*conversation, {"role": "assistant", "content": "W0"}, {"role": "user", "content": "And pump P13?"}]
+    resumed = small.complete(follow, max_tokens=8)
+    assert resumed.cached_prompt_tokens > 0.8 * resumed.usage.prompt_tokens  # restored, not re-evaluated
 
 
 @real_model

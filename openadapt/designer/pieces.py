@@ -261,18 +261,45 @@ def grammar_pattern(pattern: str) -> str:
     return "".join(out)
 
 
+def bounded_pattern(pattern: str, max_length: int) -> str:
+    """A grammar-spelled `pattern` that a JSON string can hold and a small model cannot run on in: every `*` and
+    `+` repeats at most `max_length` times, and a negated class leaves out `"` and `\\`. llama.cpp's converter
+    ignores maxLength where a string has a pattern, and a negated class lets the model close the string itself:
+    given `[^|:\\n]+` for a party's name, the 1.5B wrote the rest of the record, and then prose, inside the name
+    until the token limit cut it, eight requests running (the invoice-matching prompt)."""
+    out, i, in_class, negated = [], 0, False, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+                if negated:
+                    out.append('"\\\\')
+        elif ch == "[":
+            in_class, negated = True, pattern[i + 1:i + 2] == "^"
+        elif ch in "*+":
+            ch = f"{{{0 if ch == '*' else 1},{max(1, max_length)}}}"
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
 def bounded(schema: Any) -> Any:
-    """`schema` in the form llama.cpp's grammars take (patterns through `grammar_pattern`), with every list capped
-    at MAX_LIST_ITEMS (or its minimum, if more) and every free string at MAX_FREE_CHARS: a grammar lets a small
-    model go on to the schema's own bound (60 choices of a column), and it does, until the token limit cuts the
-    reply. The caps only narrow what the domain allows."""
+    """`schema` in the form llama.cpp's grammars take (patterns through `grammar_pattern` and `bounded_pattern`),
+    with every list capped at MAX_LIST_ITEMS (or its minimum, if more) and every free string at MAX_FREE_CHARS: a
+    grammar lets a small model go on to the schema's own bound (60 choices of a column), and it does, until the
+    token limit cuts the reply. The caps only narrow what the domain allows."""
     if isinstance(schema, list):
         return [bounded(v) for v in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: bounded(v) for k, v in schema.items()}
     if isinstance(out.get("pattern"), str):
-        out["pattern"] = grammar_pattern(out["pattern"])
+        out["pattern"] = bounded_pattern(grammar_pattern(out["pattern"]), out.get("maxLength", MAX_FREE_CHARS))
     if out.get("type") == "array":
         out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
     if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & set(out):
