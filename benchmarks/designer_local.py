@@ -12,9 +12,14 @@ before any output was seen. The fidelity rubric (docs/designer.md), each point 0
 - terms: at least 2 of the prompt's world terms occur in the package's domain.yaml (for a failed run, its last
   attempt's domain or unparsed draft);
 - own world: no entity name (a key of a list, e.g. a component's name) and no text of 40+ characters of any
-  example domain shipped with openadapt (every family's examples and the seeds) occurs in it.
+  example domain shipped with openadapt (every family's examples and the seeds) occurs in it. A name made only of
+  the prompt's own words or world terms (`orders`, `purchase_order` for a prompt about orders and purchase
+  orders) is the prompt's world, not a copy, and is listed apart (`own_names`); it counts against the strict
+  score (`own_world_strict`, the rubric as first committed) only.
 
 A package is *faithful* when it validated and scored 3/3. Packages go to runs/designer_local/<model>/.
+
+    python benchmarks/designer_local.py --score-only runs/designer_local/default   # score a finished run again
 """
 
 from __future__ import annotations
@@ -48,14 +53,23 @@ def foreign_material() -> tuple[set[str], set[str]]:
     return names, texts
 
 
-def fidelity(domain_text: str, expected: str, chosen: str | None, terms: list[str], foreign: tuple[set, set]) -> dict:
+def _stems(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[a-z0-9]+", text.lower())}
+
+
+def fidelity(domain_text: str, expected: str, chosen: str | None, terms: list[str], foreign: tuple[set, set],
+             task: str = "") -> dict:
     lowered = domain_text.lower()
     found = [t for t in terms if t.lower() in lowered]
     words = set(re.findall(r"[a-z0-9][a-z0-9_.-]*", lowered))
-    names = sorted(n for n in foreign[0] if n in words)
+    shared = sorted(n for n in foreign[0] if n in words)
+    prompt_words = _stems(" ".join([task, *terms]))
+    own = [n for n in shared if _stems(n) <= prompt_words]  # made only of the prompt's own words: its world
+    names = [n for n in shared if n not in own]
     texts = [t for t in foreign[1] if t in domain_text]
     return {"family": int(chosen == expected), "terms": int(len(found) >= 2), "own_world": int(not names and not texts),
-            "terms_found": found, "foreign_names": names[:8], "foreign_texts": len(texts)}
+            "own_world_strict": int(not shared and not texts), "terms_found": found, "foreign_names": names[:8],
+            "own_names": own[:8], "foreign_texts": len(texts)}
 
 
 def last_domain_text(folder: Path | None) -> str:
@@ -108,9 +122,13 @@ def main() -> None:
                         "after this long on one prompt (generate's --time-limit): bounds a whole run's time")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_local")
     parser.add_argument("--choice-only", action="store_true", help="measure only the family choice (seconds)")
+    parser.add_argument("--score-only", type=Path, metavar="RUN", help="score a finished run (the folder that holds "
+                        "its results.json) again, without the model")
     args = parser.parse_args()
     if args.choice_only:
         return choice_only(args)
+    if args.score_only:
+        return score_only(args.score_only)
 
     from openadapt.designer.generate import GenerateRequest, generate
     from openadapt.designer.local import LocalSettings
@@ -141,7 +159,7 @@ def main() -> None:
             choice = next((a.notes.get("choice") for a in p.attempts if a.notes.get("choice")), None) or {}
             folder = result.path or result.failed_dir
             text = last_domain_text(folder)
-            score = fidelity(text, prompt["family"], choice.get("family"), prompt["terms"], foreign)
+            score = fidelity(text, prompt["family"], choice.get("family"), prompt["terms"], foreign, prompt["task"])
             speeds = [c["tokens_per_s"] for a in p.attempts for c in a.notes.get("completions", [])
                       if c.get("tokens_per_s")]
             row = {"id": prompt["id"], "expected": prompt["family"], "family": choice.get("family"),
@@ -150,18 +168,44 @@ def main() -> None:
                    "tokens_per_s": round(statistics.median(speeds), 1) if speeds else None,
                    "fidelity": score["family"] + score["terms"] + score["own_world"],
                    "faithful": result.ok and score["family"] + score["terms"] + score["own_world"] == 3,
-                   "detail": score, "reason": result.reason}
+                   "detail": score, "reason": result.reason, "folder": str(folder) if folder else None}
             rows.append(row)
             print(json.dumps(row), flush=True)
     (out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
-    print(f"\n{'prompt':26} {'expected':15} {'chosen':15} att verdict  seconds tok/s fidelity")
+    summary(rows)
+
+
+def summary(rows: list[dict]) -> None:
+    print(f"\n{'prompt':26} {'expected':15} {'chosen':15} att verdict  seconds tok/s fidelity strict")
     for r in rows:
+        strict = r["detail"]["family"] + r["detail"]["terms"] + r["detail"].get("own_world_strict", r["detail"][
+            "own_world"])
         print(f"{r['id']:26} {r['expected']:15} {str(r['family']):15} {r['attempts']:>3} {r['verdict']:7} "
-              f"{r['seconds']:8.1f} {r['tokens_per_s'] or 0:5.1f} {r['fidelity']}/3")
+              f"{r['seconds']:8.1f} {r['tokens_per_s'] or 0:5.1f} {r['fidelity']}/3      {strict}/3")
     validated = sum(r["verdict"] == "pass" for r in rows)
     faithful = sum(r["faithful"] for r in rows)
     median = statistics.median(r["seconds"] for r in rows) if rows else 0
     print(f"\nvalidated {validated}/{len(rows)}; faithful {faithful}/{len(rows)}; median {median:.0f} s per package")
+
+
+def score_only(run: Path) -> None:
+    """Score a finished run's results.json again from the domains it left (without running the model). A row
+    without its folder (runs before the folder was recorded) takes the newest folder named after its prompt."""
+    prompts = {p["id"]: p for p in yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())[
+        "prompts"]}
+    rows, foreign = json.loads((run / "results.json").read_text()), foreign_material()
+    for row in rows:
+        prompt = prompts[row["id"]]
+        folder = Path(row["folder"]) if row.get("folder") else max(
+            [*run.glob(f".failed/{row['id']}-*"), *([run / row["id"]] if (run / row["id"]).is_dir() else [])],
+            key=lambda path: path.stat().st_mtime, default=None)
+        score = fidelity(last_domain_text(folder), prompt["family"], row["family"], prompt["terms"], foreign,
+                         prompt["task"])
+        total = score["family"] + score["terms"] + score["own_world"]
+        row.update(detail=score, fidelity=total, faithful=row["verdict"] == "pass" and total == 3,
+                   folder=str(folder) if folder else None)
+        print(json.dumps(row), flush=True)
+    summary(rows)
 
 
 if __name__ == "__main__":
