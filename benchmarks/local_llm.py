@@ -4,7 +4,8 @@
 For each installed catalogue model (or --models) and each --threads value: load the model (a fresh load per
 thread count), then --repeats times each of a free reply and a JSON-schema-constrained reply (both ways) to one fixed
 short prompt, with the KV cache cleared before each call so the whole prompt is evaluated every time. Prints medians.
-Figures depend on load: on a shared 2-core machine, 1 thread is usually much faster than 2.
+Figures depend on load: on 2 cores shared with a training run 1 thread was much faster than 2; idle, 2 were
+faster than 1.
 
     python benchmarks/local_llm.py [--threads 1 2] [--models qwen2.5-coder-0.5b] [--repeats 3] [--max-tokens 128]
 """

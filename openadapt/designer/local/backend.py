@@ -48,7 +48,7 @@ ENV_THREADS = "OPENADAPT_THREADS"
 INSTALL_HINT = "run `bash scripts/fetch_models.sh` (or `pip install 'openadapt-rl[local]'`)"
 
 
-MAX_AUTO_THREADS = 8  # past about 8, llama.cpp's generation is bound by memory bandwidth, not cores
+MAX_AUTO_THREADS = 8  # a cap, so that the designer does not take a large machine over whole
 
 
 @functools.cache  # once per process: the loaded model is shared by thread count, and the curriculum keeps it
