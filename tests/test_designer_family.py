@@ -487,13 +487,22 @@ def test_a_fault_written_aside_is_shown_its_own_answer_when_asked_to_fix_it(llm,
     assert f"As you wrote it: {{\"id\":\"{fault['id']}\"" in asked and "`evidence`: Log lines" in asked
 
 
-def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_example_world():
+def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_example_world_but_of_its_own():
+    # the pumps' first validated package: the noise line 'INFO {component} defrost cycle completed on schedule'
+    # (the description's, a cold room's) and the recovered line of the description, word for word
     family = get_family("diagnosis")
     example = family.load_example("incident_triage")
     draft = example.model_dump(mode="json")
-    flagged = {p.path for p in copied_from_example(draft, example)}
-    assert "domain.recovered_line" not in flagged  # quoted in the field's own description
-    assert "domain.components[0].note" in flagged and "domain.summary" in flagged
+    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
+    assert "the example in this field's description" in flagged["domain.recovered_line"]  # not the example world's
+    assert "worked example" in flagged["domain.components[0].note"] and "domain.summary" in flagged
+    note = ("runbook note: {component} feeds the only line; do not take it offline. Move its load to the standby "
+            "unit instead (shift_to_standby).")
+    draft["faults"][0]["constraint"] = {"note": note, "fix": "shift_to_standby"}
+    draft["symptom_lines"][0] = "ERROR {component} request to {dependency} timed out"
+    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
+    assert "from the example in this field's description" in flagged["domain.faults[0].constraint.note"]
+    assert "domain.symptom_lines[0]" not in flagged  # lines written with names: their example is the family's form
 
 
 def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():
@@ -538,6 +547,18 @@ def test_the_items_of_a_keyed_list_are_written_out_of_sight_of_one_another(llm, 
     later = next(r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `tools`"))
     assert sum(first_note in m["content"] for m in later) == 1  # the next piece sees every component
     assert designer._siblings(designer._pieces[0]) == frozenset()  # the header is no list item
+
+
+def test_an_item_written_aside_joins_the_conversation_as_its_short_fields(llm, world):
+    # the pumps' five faults recorded whole added ~2,000 tokens the next conversation request evaluated (76 s)
+    llm.responder = ScriptedModel(world)
+    assert FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design().usable
+    later = next(r["messages"] for r in llm.requests if r["messages"][-1]["content"].startswith("Write `tools`"))
+    conversation = "\n".join(m["content"] for m in later)
+    for fault in world["faults"][:3]:
+        assert f'"id": "{fault["id"]}"' in conversation and f'"fix": "{fault["fix"]}"' in conversation
+        assert not any(line in conversation for line in fault["evidence"])  # its log lines stay out
+        assert fault["runbook"] not in conversation
 
 
 def test_a_topped_up_list_with_what_the_domain_needs_is_kept_though_the_piece_asked_for_more(llm, world):
@@ -794,6 +815,7 @@ def test_a_record_copied_from_the_worked_example_is_written_again_aside(llm, wor
 
 def test_a_reading_with_equal_values_is_asked_for_alone_shown_with_its_siblings(llm, world):
     fault = world["faults"][1]
+    assert len(fault["metrics"]) == 2  # as few as the schema allows: none can be dropped
     flat = {**fault["metrics"][1], "faulty": fault["metrics"][1]["healthy"]}  # a reading that shows nothing
     ask_for = "`domain.faults[1].metrics[1]` has problems"
 
@@ -811,6 +833,18 @@ def test_a_reading_with_equal_values_is_asked_for_alone_shown_with_its_siblings(
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten
     written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]
     assert written["metrics"] == fault["metrics"] and written["evidence"] == fault["evidence"]
+
+
+def test_a_surplus_reading_with_equal_values_is_dropped_without_a_request(llm, world):
+    # the pumps (20-minute run): a fault's fourth reading came back with equal values in both attempts
+    fault = world["faults"][1]
+    flat = {**fault["metrics"][1], "name": "spare_reading", "faulty": fault["metrics"][1]["healthy"]}
+    model = ScriptedModel(world, break_once={"domain.faults[1]": {**fault, "metrics": [*fault["metrics"], flat]}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["metrics"] == fault["metrics"]
+    assert not any("metrics[2]" in a or a.startswith("Your `domain.faults[1]`") for a in model.asked)
 
 
 def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_below_the_schemas_minimum():
@@ -1189,8 +1223,15 @@ def test_a_list_of_lines_in_an_item_left_short_by_a_repeat_is_completed_line_by_
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault was kept
 
 
-def test_an_identifier_the_schema_quotes_from_no_example_world_is_a_copy_and_is_renamed_aside(llm, world):
-    # run 20: a failing irrigation pump's fix was the description's own example, `run_defrost_cycle`
+def test_an_identifier_the_schema_quotes_from_no_example_world_is_a_copy_and_is_renamed_aside(llm, world,
+                                                                                            monkeypatch):
+    # run 20: a failing irrigation pump's fix was the description's own example, `run_defrost_cycle` (the
+    # description quotes none now: the benchmark's SIEM draft took it for three faults; the check stays)
+    from openadapt.families.diagnosis.domain import Fault
+
+    assert "'" not in Fault.model_fields["fix"].description
+    monkeypatch.setattr(Fault.model_fields["fix"], "description", "Identifier of the usual fix, e.g. "
+                        "'run_defrost_cycle'.")
     family = get_family("diagnosis")
     example, *others = [family.load_example(n) for n in family.examples()]
     draft = {**world, "faults": [{**world["faults"][0], "fix": "run_defrost_cycle"}, *world["faults"][1:]]}
@@ -1229,25 +1270,30 @@ def test_a_header_written_again_for_one_field_keeps_what_its_other_fields_were(l
     assert written["agent_role"] == "the farm's pump technician" and written["title"] == world["title"]
 
 
-def test_repeated_names_in_a_record_are_renamed_one_field_at_a_time(llm, world):
-    # run 21: the five tool names all `submit_diagnosis`; the record written again whole came back the same
+def test_names_repeated_in_a_record_take_their_defaults_without_a_request(llm, world):
+    # run 21: the five tool names all `submit_diagnosis`; the record written again whole came back the same,
+    # and renamed field by field it took four to eight requests the time limit did not leave
+    from openadapt.families.diagnosis.domain import ToolNames
+
     same = {field: "run_check" for field in world["tools"]}
-
-    class Tools(ScriptedModel):
-        def answer(self, text, title):
-            if title == "OneText" and (match := re.search(r"`tools\.(\w+)` has a problem", text)):
-                return {"text": world["tools"][match.group(1)]}
-            return super().answer(text, title)
-
-    model = Tools(world, break_once={"domain.tools": same})
+    model = ScriptedModel(world, break_once={"domain.tools": same})
     llm.responder = model
     candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert candidate.usable, candidate.problems
-    assert yaml.safe_load(candidate.files["domain.yaml"])["tools"] == {**world["tools"],
-                                                                       next(iter(world["tools"])): "run_check"}
-    asked = [a for a in model.asked if re.search(r"`tools\.\w+` has a problem", a)]
-    assert len(asked) == len(same) - 1 and "is already the name of" in asked[0]
-    assert not any(a.startswith("Your `domain.tools`") for a in model.asked)  # the record kept
+    assert yaml.safe_load(candidate.files["domain.yaml"])["tools"] == ToolNames().model_dump()
+    assert not any("tools" in a and "has a problem" in a for a in model.asked)  # no request spent on it
+    assert not any(a.startswith("Your `domain.tools`") for a in model.asked)
+
+
+def test_a_repeated_name_keeps_the_first_and_defaults_the_rest(llm, world):
+    from openadapt.families.diagnosis.domain import ToolNames
+
+    tools = {**world["tools"], "notes": world["tools"]["logs"]}
+    model = ScriptedModel(world, break_once={"domain.tools": tools})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["tools"] == {**world["tools"], "notes": ToolNames().notes}
 
 
 def test_an_item_written_again_for_one_field_keeps_its_other_fields(llm, world):
@@ -1272,3 +1318,20 @@ def test_an_item_written_again_for_one_field_keeps_its_other_fields(llm, world):
     written = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]
     assert any(a.startswith("Your `domain.faults[0]` has problems") for a in model.asked)
     assert written["runbook"] == "Check the events and the probe." and written["evidence"] == kept
+
+
+def test_a_line_that_is_its_fields_own_example_is_asked_for_again_aside_without_the_example(llm, world):
+    # the pumps' first validated package: 'INFO {component} defrost cycle completed on schedule', a cold room's
+    example = "INFO {component} defrost cycle completed on schedule"
+    noise = [example, *world["noise_lines"][1:5]]  # as many as the piece asks for
+    model = OneTextReply(world, "Line 1 of `noise_lines` has a problem", "INFO {component} intake screen rinsed",
+                         break_once={"domain.noise_lines": {"items": noise}})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    written = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
+    assert written[0] == "INFO {component} intake screen rinsed" and example not in written
+    (ask,) = [r["messages"] for r in llm.requests if "Line 1 of `noise_lines` has a problem" in
+              r["messages"][-1]["content"]]
+    assert len(ask) == 2 and "defrost" not in ask[1]["content"]  # aside, and never shown the example again
+    assert "the example in this field's description" in ask[1]["content"]

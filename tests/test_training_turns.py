@@ -262,6 +262,22 @@ def test_explore_draws_first_turn_openings_only_where_a_second_turn_can_follow(t
         assert not any(s.opening for s in rollout.explore(single, step=0))  # nothing can follow a forced read
 
 
+def test_explore_choices_narrow_the_draw_and_name_an_unknown_value(tmp_path):
+    from openadapt.training.envinfo import TrainingError
+    from openadapt.training.grpo import choice_openings
+
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=8, num_generations=4, eci=[3],
+                         max_turns=2, context="last", explore=1.0,
+                         explore_choices=["inspect_logs", "query_metrics"])
+    with Solver.create(config) as solver:
+        rollout = solver.rollout
+        _, groups = rollout.specs(0, 8)
+        opened = {solver.loaded.tokenizer.decode(s.opening) for s in rollout.explore(groups * 4, step=0)}
+        assert opened == {'{"tool":"inspect_logs"', '{"tool":"query_metrics"'}
+        with pytest.raises(TrainingError, match="explore_choices read_logs not among the action's `tool` values"):
+            choice_openings(solver.pool.envs[0].system_prompt(), "triage", ["inspect_logs", "read_logs"])
+
+
 def test_explore_refuses_a_package_whose_action_has_no_choice_field():
     from openadapt.training.envinfo import TrainingError
     from openadapt.training.grpo import choice_openings

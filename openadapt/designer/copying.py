@@ -45,7 +45,55 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
             problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
                                           "worked example: write it in this task's world's own words"))
     known = {v for domain in [example, *others] for _, v in iter_texts(domain)}
-    return problems + described_identifiers(data, type(example), known)
+    return problems + described_identifiers(data, type(example), known) + described_texts(data, type(example))
+
+
+_QUOTED_TEXT = re.compile(r"(?<![A-Za-z])'([^']{20,}?)'(?![A-Za-z])")
+
+
+def _same(a: str, b: str) -> bool:
+    return a.strip().rstrip(".").lower() == b.strip().rstrip(".").lower()
+
+
+def described_texts(data: Any, model: type[BaseModel], path: str = "domain") -> list[DomainProblem]:
+    """Texts that are their own field's quoted example, or take one of its phrases over: the example shows the
+    shape a text takes, in a world of the description's own. The irrigation pumps' package (the first the
+    benchmark validated) had the noise line 'INFO {component} defrost cycle completed on schedule', a cold room's,
+    the recovered line of the description word for word, and the constraint note's example in three faults with
+    the component named ('the pump motor is the only unit of its kind running today; do not take it offline')."""
+    problems: list[DomainProblem] = []
+    if not isinstance(data, dict):
+        return problems
+    for name, info in model.model_fields.items():
+        value, item = data.get(name), _list_item(info.annotation)
+        if item is None and is_model(info.annotation):
+            item = info.annotation
+            value = [value]
+            where = [f"{path}.{name}"]
+        else:
+            where = [f"{path}.{name}[{i}]" for i in range(len(value))] if isinstance(value, list) else []
+        if item is not None and isinstance(value, list):
+            for at, entry in zip(where, value, strict=False):
+                problems += described_texts(entry, item, at)
+            continue
+        examples = _QUOTED_TEXT.findall(info.description or "")
+        if not examples or name in getattr(model, "NAMED_LINES", {}):
+            continue  # lines written with names in the placeholders' place: their example is the family's form
+        texts = [(f"{path}.{name}", value)] if isinstance(value, str) else list(zip(where, value, strict=False)) \
+            if isinstance(value, list) else []
+        runs = set().union(*(_runs(e) for e in examples))
+        for at, text in texts:
+            if not isinstance(text, str):
+                continue
+            if any(_same(text, e) for e in examples):
+                problems.append(DomainProblem(path=at, message=(
+                    "this text is the example in this field's description, from another world: write this "
+                    "world's own")))
+            elif taken := [r for r in phrases(text) if r in runs]:
+                problems.append(DomainProblem(path=at, message=(
+                    f"this text takes {' '.join(taken[0])!r} from the example in this field's description, "
+                    "another world: write it in this world's own words")))
+    return problems
 
 
 # An identifier quoted as a field's example ('run_defrost_cycle', 'freezer-room-2'): joined words, a world's own.

@@ -29,6 +29,7 @@ from the worked example) and `repairs` (the mechanical repairs of what a small m
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import time
 import typing
@@ -56,6 +57,7 @@ from openadapt.designer.pieces import (
     plan_pieces,
     trimmed_example,
 )
+from openadapt.designer.placeholders import piece_schema
 from openadapt.designer.repairs import PieceRepairs
 from openadapt.designer.session import Session
 from openadapt.envpkg.render import family_package
@@ -294,11 +296,12 @@ class FamilyDomainDesigner(PieceRepairs):
         instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
         started = time.monotonic()
         try:
-            schema = constrained_schema(piece, self._pieces, self._family.domain)
+            schema = piece_schema(constrained_schema(piece, self._pieces, self._family.domain), self._family, piece)
             if aside:  # the worked example's lines are not in sight, so they are not copied
                 piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
                                                       max_tokens_for(piece, self._example), key=piece.path,
-                                                      schema=schema, turn=instruction.split("\n")[0])
+                                                      schema=schema, turn=instruction.split("\n")[0],
+                                                      recorded=short_fields if piece.index is not None else None)
             else:
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),
                                                 key=piece.path, schema=schema, apart=self._siblings(piece))
@@ -395,8 +398,8 @@ class FamilyDomainDesigner(PieceRepairs):
             by_piece: dict[str, tuple[Piece, list[str], set[str]]] = {}
             parts: set[str] = set()  # records and texts asked for once this round, with all their problems
             for problem in problems:
-                if (self._rename_if_key(problem) or self._top_up(problem) or self._rename_nested(problem)
-                        or self._reword(problem)
+                if (self._rename_if_key(problem) or self._default_name(problem) or self._drop_surplus(problem)
+                        or self._top_up(problem) or self._rename_nested(problem) or self._reword(problem)
                         or self._rewrite_text(problem, parts) or self._deepen(problem)
                         or self._rewrite_part(problem, parts)):
                     continue
@@ -435,6 +438,16 @@ class FamilyDomainDesigner(PieceRepairs):
         files = family_package(self.name, section, dump_domain(domain, header=header), readme,
                                tags=("openadapt", "generated"))
         return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
+
+
+def short_fields(value: BaseModel) -> str:
+    """A list item written aside, as the conversation records it: its short fields (its id, fix, kinds), not its
+    lines of prose. Later pieces need to know the item, not to read its log lines; recorded whole, the pumps' five
+    faults added about 2,000 tokens that the next conversation request evaluated (76 s on two busy cores)."""
+    data = value.model_dump(mode="json")
+    short = {k: v for k, v in data.items() if (isinstance(v, str) and len(v) <= 60) or isinstance(v, int | float)
+             or (isinstance(v, list) and all(isinstance(x, str) and len(x) <= 40 for x in v))}
+    return json.dumps(short, ensure_ascii=False)
 
 
 def _keeps_repairing(notes: dict[str, Any]) -> bool:

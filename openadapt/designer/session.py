@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +68,8 @@ class Session:
 
     def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
                   schema: dict[str, Any] | None = None, temperature: float | None = None,
-                  turn: str | None = None, reseed: int = 0) -> BaseModel:
+                  turn: str | None = None, reseed: int = 0,
+                  recorded: Callable[[BaseModel], str] | None = None) -> BaseModel:
         """One constrained request outside the conversation: the system prompt and the task (the first part of
         the opening message, before the worked example), then the instruction. For a small model that keeps
         copying what the conversation already holds, a short fresh context breaks the loop. With `key`, the
@@ -76,7 +78,7 @@ class Session:
         seed (asked again in the same words, the model gives the same answer at any temperature). `turn` is the
         request as the conversation records it (default: the instruction): a short one costs the next conversation
         request less to evaluate (five faults asked aside with the field guide cost 2,000-odd prompt tokens
-        more)."""
+        more), and `recorded` the answer as it records it (default: the reply)."""
         self.deadline.check()
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
@@ -86,7 +88,8 @@ class Session:
         self.record(completion, key, aside=True)
         value = completion.parse_as(model)
         if key is not None:
-            self.turns.append((key, turn or instruction, completion.text.strip()))
+            answer = recorded(value) if recorded is not None else completion.text.strip()
+            self.turns.append((key, turn or instruction, answer))
         return value
 
     def forget(self) -> None:

@@ -110,6 +110,10 @@ class SolverSettings(BaseModel):
         "drawn uniformly, the model writing the rest: exploration of actions a sharpened policy no longer samples "
         "(a policy trained where one turn suffices stops investigating). It knows nothing of the answer; the "
         "reply is trained on as the model's own")
+    explore_choices: list[str] | None = Field(
+        default=None, min_length=1, description="the values `explore` draws from (default: every value of the "
+        "choice field), e.g. a family's reading tools without its final answer; a value the action does not offer "
+        "is an error")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)

@@ -104,7 +104,7 @@ class EnvironmentRollout:
         self.budget = dict(budget or {})
         if self.config.explore > 0:
             self.openings = [self.tokenizer(text, add_special_tokens=False)["input_ids"]
-                             for text in choice_openings(system_prompt or "", package)]
+                             for text in choice_openings(system_prompt or "", package, self.config.explore_choices)]
 
     def explore(self, specs: list[EpisodeSpec], step: int) -> list[EpisodeSpec]:
         """`config.explore`: each episode whose turn limit leaves room for a second turn opens, with that chance,
@@ -209,16 +209,20 @@ class EnvironmentRollout:
         return [trace.rows[k] for k in keep]
 
 
-def choice_openings(system_prompt: str, package: str) -> list[str]:
+def choice_openings(system_prompt: str, package: str, only: list[str] | None = None) -> list[str]:
     """The openings of an action JSON for each value of the action's first enum field, from the schema the system
-    prompt shows: `{"tool": "inspect_logs"` ... (a family's tools)."""
+    prompt shows: `{"tool": "inspect_logs"` ... (a family's tools); `only` keeps those values alone."""
     from openadapt.training.envinfo import schema_from_prompt
 
     schema = schema_from_prompt(system_prompt) or {}
     for name, prop in schema.get("properties", {}).items():
         values = prop.get("enum") or next((o["enum"] for o in prop.get("anyOf", []) if "enum" in o), None)
         if values:
-            return [json.dumps({name: v})[:-1] for v in values]
+            unknown = sorted(set(only or ()) - set(values))
+            if unknown:
+                raise TrainingError(f"{package}: explore_choices {', '.join(unknown)} not among the action's "
+                                    f"`{name}` values ({', '.join(values)})")
+            return [json.dumps({name: v})[:-1] for v in values if only is None or v in only]
     raise TrainingError(f"{package}: explore needs an action with a choice field (an enum, such as a tool), and "
                         "its schema has none")
 

@@ -9,7 +9,8 @@ import typing
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.pieces import named_description, resized, spelled
+from openadapt.designer.pieces import bounded, named_description, resized, spelled
+from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import DomainProblem, is_debris
 
@@ -54,6 +55,7 @@ class LineRepairs(RepairBase):
             guide = named_description(self._family.domain, piece.field, self._pieces)
             others, whose = [], f"the domain's `{piece.field}`"
         one = create_model("OneLine", line=(typing.get_args(info.annotation)[0], ...))
+        schema = with_placeholders(bounded(one.model_json_schema()), self._family, f"{problem.path}[0]", "line")
         # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another
         # seed: with the same words and seed, run 14's 1.5B sent one symptom line back four times at 0.9.
         repeated, hot = "", False
@@ -70,7 +72,8 @@ class LineRepairs(RepairBase):
                     f"{world}{repeated}Write one more line for {whose} "
                     f"({without_examples(guide) if hot else guide}) as JSON "
                     f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(shown)}",
-                    one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None, reseed=tries).line.strip()
+                    one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None, reseed=tries,
+                    schema=schema).line.strip()
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{problem.path}: unusable reply ({str(exc)[:80]})")
                 return False

@@ -8,11 +8,12 @@ import re
 import typing
 from collections.abc import Callable
 
-from pydantic import Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
-from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity
+from openadapt.designer.placeholders import with_placeholders
+from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import DomainProblem
 
 
@@ -56,6 +57,33 @@ class RecordRepairs(RepairBase):
         self.progress("renamed", self._attempt, f"{problem.path.removeprefix('domain.')} -> {new}")
         return True
 
+    def _drop_surplus(self, problem: DomainProblem) -> bool:
+        """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
+        equal) is dropped where the list has more records than its schema needs: nothing is lost, and no request
+        is spent. Asked for again alone, the pumps' fourth reading came back with equal values in both attempts
+        of a 20-minute run."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]$", problem.path)
+        if not match or not any(p.path == problem.path and p.message == problem.message for p in self._check()):
+            return False  # not of this form, or a record dropped before it moved this one
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
+                      and p.value is not None), None)
+        name, k = match.group(3), int(match.group(4))
+        records = getattr(piece.value, name, None) if piece is not None else None
+        if not isinstance(records, list) or k >= len(records) or not isinstance(records[k], BaseModel):
+            return False  # lines and references have repairs of their own
+        needed = next((m.min_length for m in piece.model.model_fields[name].metadata
+                       if getattr(m, "min_length", None) is not None), 0)
+        if len(records) <= needed:
+            return False
+        data = piece.value.model_dump()
+        del data[name][k]
+        try:
+            piece.value = piece.model.model_validate(data)
+        except ValidationError:
+            return False
+        self.progress("dropped", self._attempt, f"{problem.path.removeprefix('domain.')} ({problem.message})")
+        return True
+
     def _rewrite_part(self, problem: DomainProblem, done: set[str]) -> bool:
         """A problem inside a record nested in a list item (`faults[0].constraint.fix`), or with one record of a
         list inside it (`faults[2].metrics[1]`, a reading whose healthy and faulty values are equal), is fixed by
@@ -77,13 +105,18 @@ class RecordRepairs(RepairBase):
             return True
         done.add(at)
         problems = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+        described = any("in this field's description" in p for p in problems)
+        guide = field_guide(part.model_fields)
+        if described:  # the example it copied is not shown again
+            guide = "\n".join(without_examples(line) for line in guide.splitlines())
         item = piece.value.model_dump(mode="json")
         # A record of a list (a fault's reading) is shown with its siblings; a record field with the item's rest.
         rest = item if k is not None else {key: v for key, v in item.items() if key != name}
         instruction = (f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
                        f"\n`{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
-                       f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{field_guide(part.model_fields)}")
+                       f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{guide}")
         room = max(200, max_tokens_for(piece, self._example) // (2 if k is None else 4))
+        schema = with_placeholders(bounded(part.model_json_schema()), self._family, at)
 
         def put(value: typing.Any) -> None:
             data = piece.value.model_dump()
@@ -94,10 +127,11 @@ class RecordRepairs(RepairBase):
             piece.value = piece.model.model_validate(data)
 
         try:
-            if any("from the worked example" in p for p in problems):
-                value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", part, max_tokens=room)
+            if described or any("from the worked example" in p for p in problems):
+                value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", part, max_tokens=room,
+                                                schema=schema)
             else:
-                value = self._session.ask(instruction, part, max_tokens=room)
+                value = self._session.ask(instruction, part, max_tokens=room, schema=schema)
             put(value)
             still = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
             if still and set(still) & set(problems):
@@ -107,7 +141,7 @@ class RecordRepairs(RepairBase):
                 value = self._session.ask_aside(
                     f"{self._world_so_far()}You wrote `{at}` as {value.model_dump_json()}, and it still has "
                     f"problems:\n" + "\n".join(f"- {p}" for p in still[:6]) + f"\n{instruction}", part,
-                    max_tokens=room, temperature=REPEAT_TEMPERATURE)
+                    max_tokens=room, temperature=REPEAT_TEMPERATURE, schema=schema)
                 put(value)
                 still = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
                 fields = {p.path.removeprefix(at + ".") for p in still}

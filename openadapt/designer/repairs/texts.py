@@ -11,6 +11,7 @@ from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import bounded, named_description
+from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import DomainProblem
 
@@ -33,8 +34,10 @@ class TextRepairs(RepairBase):
         domain = self._family.domain
         if domain.KEYS.get(list_name) == name or f"{list_name}.{name}" in domain.REFERENCES:
             return False
-        copied = "copied from the worked example" in problem.message
-        taken = "from the worked example" in problem.message and not copied  # a phrase of it, in other words
+        described = "in this field's description" in problem.message  # its own field's example
+        copied = "copied from the worked example" in problem.message or "is the example in this field's" in (
+            problem.message)
+        taken = ("from the worked example" in problem.message or described) and not copied  # a phrase of it
         repeated = "the same text appears" in problem.message
         piece = next((p for p in self._pieces if p.field == list_name and p.index == int(match.group(2))), None)
         line = None if match.group(4) is None else int(match.group(4))
@@ -56,11 +59,12 @@ class TextRepairs(RepairBase):
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
         must = piece.model.model_fields[name].description or ""
-        if "in this field's description" in problem.message:  # the example it copied is not shown again
+        if described:  # the example it copied is not shown again
             must = without_examples(must)
         if copied or taken or repeated:
-            wrong = ("is copied from the worked example of another world" if copied else "takes a phrase from the "
-                     "worked example of another world" if taken else "repeats another item's")
+            source = "the example its description gives" if described else "the worked example"
+            wrong = (f"is copied from {source} of another world" if copied else f"takes a phrase from {source} "
+                     "of another world" if taken else "repeats another item's")
             # never the copy itself: shown what it took, the 1.5B wrote it back
             shown = [t for t in dict.fromkeys(siblings) if not ((copied or taken) and t == current)]
             instruction = (f"{what} {wrong}. Write a new one for this item ({identity(piece, name)}) as JSON "
@@ -70,6 +74,7 @@ class TextRepairs(RepairBase):
             instruction = (f"{what} has a problem: {problem.message}. It reads: {current!r}. The item as it stands: "
                            f"{piece.value.model_dump_json()}\nWrite it again as JSON {{\"text\": ...}}, fixing the "
                            f"problem. What it must be: {must}")
+        schema = with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text")
         before = piece.value
         try:
             if copied or taken:
@@ -79,13 +84,13 @@ class TextRepairs(RepairBase):
                 for tries in range(2):
                     again = f"{said!r} is already there. " if said else ""
                     text = self._session.ask_aside(f"{self._world_so_far()}{again}{instruction}", one, max_tokens=160,
-                                                   schema=bounded(one.model_json_schema()), reseed=tries,
+                                                   schema=schema, reseed=tries,
                                                    temperature=REPEAT_TEMPERATURE if said else None).text.strip()
                     if text not in siblings:
                         break
                     said = text
             else:
-                text = self._session.ask(instruction, one, max_tokens=160).text.strip()
+                text = self._session.ask(instruction, one, max_tokens=160, schema=schema).text.strip()
             if text in siblings:  # a copy again: the item is rewritten whole instead
                 return False
             data = piece.value.model_dump()
@@ -149,7 +154,10 @@ class TextRepairs(RepairBase):
 
         wrong = problems_here() or [problem.message]
         # never shown what it took from the worked example: shown the copy, the 1.5B wrote it back
-        was = "" if any("from the worked example" in m for m in wrong) else f" It reads: {current!r}."
+        copy = any("from the worked example" in m or "in this field's description" in m for m in wrong)
+        was = "" if copy else f" It reads: {current!r}."
+        if any("in this field's description" in m for m in wrong):  # the example it copied is not shown again
+            guide = without_examples(guide)
         differ = f", different from every one of: {json.dumps(others)}" if others else ""
         # a field keeps its own bounds and pattern in the grammar (a tool's name is an identifier)
         info = piece.model.model_fields[at]
@@ -168,7 +176,8 @@ class TextRepairs(RepairBase):
                     f"{self._world_so_far(without=name if line is None and sub is None else None)}{said}{what} has "
                     f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(wrong)}.{was} Write it again for "
                     f"this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one, max_tokens=160,
-                    schema=bounded(one.model_json_schema()), reseed=tries,
+                    schema=with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text"),
+                    reseed=tries,
                     temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
                 if text == current or text in others:
                     said = f"{text!r} is already there. "

@@ -59,14 +59,16 @@ class Constraint(DomainPart):
         "naming that fix in parentheses, e.g. 'runbook note: {component} is the only unit of its kind running "
         "today; do not take it offline. Move its load to the standby unit instead (shift_to_standby).' May use "
         "{component}."))
-    fix: str = Field(min_length=3, max_length=40, description="the fix the note calls for (an identifier)")
+    fix: str = Field(min_length=3, max_length=40, pattern=IDENT,
+                     description="the fix the note calls for (an identifier)")
 
 
 class Fault(DomainPart):
-    id: str = Field(min_length=3, max_length=40, description=(
+    id: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "Identifier of the fault, specific to this world, e.g. 'frosted_evaporator_coil', 'refrigerant_leak'."))
-    fix: str = Field(min_length=3, max_length=40, description=(
-        "Identifier of the usual fix, e.g. 'run_defrost_cycle'. Different faults may share a fix only rarely."))
+    fix: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
+        "Identifier of the usual fix: a verb and what it acts on in this world (verb_object). Different faults "
+        "may share a fix only rarely."))
     applies_to: list[str] = Field(default_factory=list, max_length=8, description=(
         "Component kinds this fault can strike (empty: any kind)."))
     evidence: list[str] = Field(min_length=2, max_length=5, description=(

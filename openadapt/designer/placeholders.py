@@ -1,0 +1,164 @@
+"""A domain text's placeholders held by the grammar: the `{name}`s a text may use, and those it must use, read from
+the family's own checks and compiled into the pattern its piece is asked for under.
+
+A small model writes placeholders the family does not fill (`{dependency}` in a Kubernetes noise line, `{colleague}`
+in a helpdesk subject) and leaves out required ones (`{staff}` and `{time}` in an operating room's late start), and
+asked again it repeats the mistake: in the first 14-prompt benchmark five prompts ended with such problems left.
+Under the pattern neither can be written. The rules are not restated here: each text of the family's worked
+examples is probed through `Family.parse_domain` (the checks stay the one authority), once with an unknown
+placeholder in it (the check answers "allowed here: ...") and once with its placeholders spelled out (it answers
+"must contain ..."). A rule is used only where every text of that field, in every example, gives the same one: a
+rule that depends on the domain's own data (an assessment's slot names) is left to the checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from openadapt.designer.pieces import MAX_FREE_CHARS, Piece, bounded_pattern, is_model, list_item_model
+from openadapt.families.base import Family
+from openadapt.families.domain import DomainError, placeholders
+
+PROBE = "zzprobe"  # a placeholder no family knows
+_ALLOWED = re.compile(r"unknown placeholder\(s\) .*?; allowed here: (.*)$")
+_REQUIRED = re.compile(r"must contain ((?:\{\w+\}(?:, )?)+)")
+_INDEX = re.compile(r"\[\d+\]")
+Rule = tuple[tuple[str, ...], tuple[str, ...]]  # (allowed, required), each sorted
+
+
+def _texts(data: Any, path: str = "domain") -> list[tuple[str, list[Any], Any]]:
+    """Every prose text of a domain dump (a string with a space in it), as (path, container, key)."""
+    out = []
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        at = f"{path}.{key}" if isinstance(data, dict) else f"{path}[{key}]"
+        if isinstance(value, str) and " " in value:
+            out.append((at, data, key))
+        elif isinstance(value, dict | list):
+            out += _texts(value, at)
+    return out
+
+
+def _problems(family: Family, data: dict[str, Any]) -> dict[str, list[str]]:
+    try:
+        family.parse_domain(data)
+        return {}
+    except DomainError as exc:
+        found: dict[str, list[str]] = {}
+        for problem in exc.problems:
+            found.setdefault(problem.path, []).append(problem.message)
+        return found
+
+
+def _probe(family: Family, data: dict[str, Any]) -> dict[str, set[Rule]]:
+    """The rule each text of one example domain gives, by template path (`domain.faults[].evidence[]`)."""
+    unknown, spelled = copy.deepcopy(data), copy.deepcopy(data)
+    for _at, container, key in _texts(unknown):
+        text = container[key]
+        names = sorted(placeholders(text))
+        # an unknown placeholder in place of a known one (or of the last word): the text keeps its length
+        container[key] = (text.replace("{" + names[0] + "}", "{" + PROBE + "}", 1) if names else
+                          re.sub(r"\S+$", "{" + PROBE + "}", text))
+    for _, container, key in _texts(spelled):
+        container[key] = re.sub(r"\{(\w+)\}", lambda m: m.group(1).upper(), container[key])
+    said_unknown, said_spelled = _problems(family, unknown), _problems(family, spelled)
+    rules: dict[str, set[Rule]] = {}
+    for at, _, _ in _texts(data):
+        allowed = next((m.group(1) for msg in said_unknown.get(at, []) if (m := _ALLOWED.search(msg))), None)
+        if allowed is None:
+            continue  # the checks do not judge this text's placeholders
+        names = () if allowed == "none" else tuple(sorted(re.findall(r"\{(\w+)\}", allowed)))
+        required = next((m.group(1) for msg in said_spelled.get(at, []) if (m := _REQUIRED.search(msg))), "")
+        rules.setdefault(_INDEX.sub("[]", at), set()).add((names, tuple(sorted(re.findall(r"\{(\w+)\}",
+                                                                                          required)))))
+    return rules
+
+
+def family_rules(family: Family) -> dict[str, Rule]:
+    """The placeholder rule of each text field of `family` (by template path) that every probed text agrees on;
+    probed once per family and process."""
+    if family.ref not in _RULES:
+        _RULES[family.ref] = _agreed_rules(family)
+    return _RULES[family.ref]
+
+
+_RULES: dict[str, dict[str, Rule]] = {}
+
+
+def _agreed_rules(family: Family) -> dict[str, Rule]:
+    found: dict[str, set[Rule]] = {}
+    names = list(family.examples())
+    for name in names:
+        for at, rules in _probe(family, family.load_example(name).model_dump(mode="json")).items():
+            found.setdefault(at, set()).update(rules)
+    return {at: next(iter(rules)) for at, rules in found.items() if len(rules) == 1}
+
+
+def text_pattern(rule: Rule) -> str:
+    """A grammar-ready pattern for a text under `rule`: any character but a brace, or an allowed placeholder; each
+    required placeholder at least once, in either order (of three or more, none is enforced: the orders are not
+    spelled out)."""
+    allowed, required = rule
+    required = required if len(required) <= 2 else ()  # three or more: any order is right, and not spelled out
+    # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and a quote
+    # is written escaped (bounded_pattern leaves `"` and `\` out of the class; a log line may quote an image name).
+    char = r'([^{}\n\r\t]|[\\]["])'
+    free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
+    body = f"{free}*" + "".join(f"[{{]{name}[}}]{free}*" for name in required)
+    if len(required) == 2:
+        first, second = required
+        swapped = f"{free}*[{{]{second}[}}]{free}*[{{]{first}[}}]{free}*"
+        body = f"({body}|{swapped})"
+    return f"^{body}$"
+
+
+def rule_for(family: Family, path: str) -> Rule | None:
+    """The rule of the text at a concrete domain path (`domain.faults[2].evidence[0]`), if the family has one; a
+    list of lines that `Domain.NAMED_LINES` has written with names in the placeholders' place has none."""
+    top = path.removeprefix("domain.").split(".")[0].split("[")[0]
+    if top in family.domain.NAMED_LINES:
+        return None
+    return family_rules(family).get(_INDEX.sub("[]", path))
+
+
+def with_placeholders(schema: dict[str, Any], family: Family, path: str,
+                      stands_for: str | None = None) -> dict[str, Any]:
+    """`schema` (a bounded JSON schema, changed in place and returned) with a pattern on every text the family has
+    a placeholder rule for. `path` is the domain path the schema's object stands for (`domain`, `domain.faults[]`,
+    `domain.texts`), or, with `stands_for`, the path of that one property of it (the `items` of a list of lines
+    asked for whole, the `text` of one text asked for alone)."""
+    defs = schema.get("$defs", {})
+
+    def visit(node: dict[str, Any], at: str) -> None:
+        for name, prop in node.get("properties", {}).items():
+            constrain(prop, at if node is schema and name == stands_for else f"{at}.{name}")
+
+    def constrain(prop: dict[str, Any], at: str) -> None:
+        ref = prop.get("$ref") or next((p["$ref"] for p in prop.get("allOf", []) if "$ref" in p), None)
+        if ref:
+            visit(defs[ref.rsplit("/", 1)[-1]], at)
+        elif prop.get("type") == "array" and isinstance(prop.get("items"), dict):
+            constrain(prop["items"], f"{at}[]")
+        elif prop.get("type") == "string" and not {"enum", "const", "pattern"} & set(prop):
+            rule = rule_for(family, at)
+            if rule is not None:
+                prop["pattern"] = bounded_pattern(text_pattern(rule), prop.get("maxLength", MAX_FREE_CHARS))
+
+    visit(schema, path)
+    return schema
+
+
+def piece_schema(schema: dict[str, Any], family: Family, piece: Piece) -> dict[str, Any]:
+    """`with_placeholders` for the schema of one piece of the domain (a list's keys have no texts)."""
+    if piece.keys:
+        return schema
+    if piece.field is None:
+        return with_placeholders(schema, family, "domain")
+    if piece.index is not None:
+        return with_placeholders(schema, family, f"domain.{piece.field}[]")
+    values = set(piece.model.model_fields) == {"items"} and list_item_model(
+        family.domain.model_fields[piece.field].annotation) is None and not is_model(
+        family.domain.model_fields[piece.field].annotation)
+    return with_placeholders(schema, family, f"domain.{piece.field}", stands_for="items" if values else None)

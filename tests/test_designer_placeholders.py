@@ -1,0 +1,99 @@
+"""Placeholder rules read from each family's checks, and the grammar patterns made of them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+
+from openadapt.designer.pieces import constrained_schema, plan_pieces
+from openadapt.designer.placeholders import _texts, family_rules, piece_schema, rule_for, text_pattern
+from openadapt.families import all_families, get_family
+from openadapt.families.domain import DomainError, placeholders
+
+FAMILIES = [f.name for f in all_families()]
+
+
+def encoded(text: str) -> str:
+    """A text as the grammar writes it, inside a JSON string (the patterns are of this form)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
+def python_pattern(rule, limit=300):
+    from openadapt.designer.pieces import bounded_pattern
+
+    return re.compile(bounded_pattern(text_pattern(rule), limit))
+
+
+def test_rules_are_read_from_the_checks():
+    diagnosis = get_family("diagnosis")
+    rules = family_rules(diagnosis)
+    assert rules["domain.alert"] == (("component", "latency", "rate"), ("component",))
+    assert rules["domain.noise_lines[]"] == (("build", "component", "date", "m", "n", "pct"), ())
+    assert rules["domain.faults[].constraint.note"] == (("component",), ())
+    assert rule_for(diagnosis, "domain.faults[3].evidence[1]") == rules["domain.faults[].evidence[]"]
+    assert rule_for(diagnosis, "domain.symptom_lines[0]") is None  # written with names in the placeholders' place
+    scheduling = family_rules(get_family("scheduling"))
+    assert scheduling["domain.late_start[]"] == (("staff", "time"), ("staff", "time"))
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_rule_agrees_with_the_family_checks_and_admits_its_examples(name):
+    """The pattern admits every example text, and a text it admits passes the checks' placeholder rules, while
+    an unknown placeholder or a missing required one is refused by both."""
+    family = get_family(name)
+    rules = family_rules(family)
+    for example in family.examples():
+        data = family.load_example(example).model_dump(mode="json")
+        for at, container, key in _texts(data):
+            rule = rule_for(family, at)
+            if rule is None:
+                continue
+            pattern = python_pattern(rule)
+            text = container[key]
+            assert pattern.fullmatch(encoded(text)), (at, text, rule)
+            bad = copy.deepcopy(data)
+            spoiled = [c for a, c, k in _texts(bad) if a == at][0]
+            spoiled[key] = text + " {zzunknown}"
+            assert not pattern.fullmatch(spoiled[key])
+            with pytest.raises(DomainError) as raised:
+                family.parse_domain(bad)
+            assert any(p.path == at and "unknown placeholder" in p.message for p in raised.value.problems)
+            for needed in rule[1] if len(rule[1]) <= 2 else ():
+                assert not pattern.fullmatch(encoded(text.replace("{" + needed + "}", needed)))
+    assert rules or name in ("querying",)
+
+
+def test_a_piece_schema_holds_its_texts_to_their_rules():
+    family = get_family("scheduling")
+    example = family.load_example(sorted(family.examples())[0])
+    pieces = plan_pieces(family.domain, example)
+    piece = next(p for p in pieces if p.path == "domain.late_start")
+    schema = piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+    pattern = re.compile(schema["properties"]["items"]["items"]["pattern"])
+    assert pattern.fullmatch("{staff} is running late and will be in at {time}.")
+    assert pattern.fullmatch("Running late: {time} at the earliest, says {staff}.")  # either order
+    assert not pattern.fullmatch("{staff} is running late.")  # {time} missing
+    assert not pattern.fullmatch("{staff} will be late at {time} for {surgeon}.")  # not a placeholder here
+    assert not pattern.fullmatch("{staff} is late\nat {time}")  # a raw line break is no JSON
+    assert pattern.fullmatch(encoded('{staff} says "late" at {time}'))  # a quote, escaped
+    header = next(p for p in pieces if p.field is None)
+    assert "pattern" not in json.dumps(piece_schema(constrained_schema(header, pieces, family.domain), family,
+                                                    header)["properties"].get("title", {}))
+
+
+def test_a_nested_record_and_a_list_item_piece_get_their_patterns():
+    family = get_family("diagnosis")
+    example = family.load_example(sorted(family.examples())[0])
+    pieces = plan_pieces(family.domain, example)
+    fault = next(p for p in pieces if p.path == "domain.faults[0]")
+    schema = piece_schema(constrained_schema(fault, pieces, family.domain), family, fault)
+    evidence = re.compile(schema["properties"]["evidence"]["items"]["pattern"])
+    assert evidence.fullmatch("WARN {component} intake strainer blocked for {n} minutes")
+    assert not evidence.fullmatch("WARN {component} upstream {dependency} timed out")
+    note = re.compile(schema["$defs"]["Constraint"]["properties"]["note"]["pattern"])
+    assert note.fullmatch("runbook note: {component} feeds the only greenhouse line (flush_line).")
+    assert not note.fullmatch("runbook note: {pump} feeds the only line (flush_line).")
+    assert {"{" + n + "}" for n in placeholders("{component} {n}")} <= {"{component}", "{n}"}
