@@ -124,6 +124,17 @@ def test_resume_refuses_another_source_and_a_corrupted_state(tmp_path):
     assert (folder / "state.json").read_text() == '{"run_id": "x", "sour'  # evidence left as it was
 
 
+def test_a_copied_run_directory_resumes_in_the_copy(tmp_path):
+    # a copy resumed to try other settings wrote into the original (its recorded output) and overwrote it
+    from openadapt.curriculum.config import resume_config
+
+    first, copy = tmp_path / "first", tmp_path / "copy"
+    for folder in (first, copy):
+        folder.mkdir()
+        (folder / "curriculum.json").write_text(json.dumps({"source": "seed:incident_triage", "output": str(first)}))
+    assert resume_config(copy).output == copy and resume_config(first).output == first
+
+
 @pytest.mark.parametrize("source", ["runs/does-not-exist", "seed:nope"])
 def test_bad_sources_are_clear(tmp_path, source):
     result = run(source, "--output", str(tmp_path / "run"), timeout=300)

@@ -616,3 +616,26 @@ def test_grammar_check_falls_back_to_the_whole_vocabulary():
         else:  # the whole vocabulary was checked: every digit token is still a candidate
             assert set(allowed["id"]) == set(np.flatnonzero(digits))
         sampler.close()
+
+
+@real_model
+def test_real_model_writes_a_familys_placeholders_as_its_checks_require(small):
+    """Under a piece's schema, the lines a scheduling family needs hold {staff} and {time}, and no placeholder the
+    family does not fill (the operating-rooms draft of the first benchmark wrote neither in its late starts)."""
+    import re
+
+    from openadapt.designer.pieces import constrained_schema, plan_pieces
+    from openadapt.designer.placeholders import piece_schema
+    from openadapt.families import get_family
+
+    family = get_family("scheduling")
+    pieces = plan_pieces(family.domain, family.load_example(sorted(family.examples())[0]))
+    piece = next(p for p in pieces if p.path == "domain.late_start")
+    schema = piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+    reply = small.complete([{"role": "user", "content": "Operating rooms of a hospital: write two messages saying a "
+                             "surgeon will start late, as JSON {\"items\": [...]}."}], schema=schema, max_tokens=160)
+    lines = reply.parse_as(piece.model).items
+    assert lines
+    for line in lines:
+        assert "{staff}" in line and "{time}" in line, line
+        assert set(re.findall(r"\{(\w+)\}", line)) <= {"staff", "time"}, line

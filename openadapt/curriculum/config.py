@@ -110,6 +110,8 @@ def resume_config(run_dir: Path, *, source: str | None = None, output: Path | No
         raise UsageError(f"{run_dir} holds a curriculum on {config.source!r}, not {source!r}")
     limits = {k: v for k, v in {"hours": hours, "max_steps": max_steps}.items() if v is not None}
     try:
-        return CurriculumConfig.model_validate({**config.model_dump(), **limits})
+        # The run is where it is now: a run directory copied or moved elsewhere (to try other settings on a copy)
+        # continues there, not in the directory its config was first written for, which it would overwrite.
+        return CurriculumConfig.model_validate({**config.model_dump(), **limits, "output": Path(run_dir)})
     except ValidationError as exc:
         raise settings_error(exc, "curriculum settings") from None
