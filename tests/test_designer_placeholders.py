@@ -24,7 +24,7 @@ def encoded(text: str) -> str:
 def python_pattern(rule, limit=300):
     from openadapt.designer.pieces import bounded_pattern
 
-    return re.compile(bounded_pattern(text_pattern(rule), limit))
+    return re.compile(bounded_pattern(text_pattern(rule, limit), 1))
 
 
 def test_rules_are_read_from_the_checks():

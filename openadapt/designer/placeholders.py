@@ -96,21 +96,30 @@ def _agreed_rules(family: Family) -> dict[str, Rule]:
     return {at: next(iter(rules)) for at, rules in found.items() if len(rules) == 1}
 
 
-def text_pattern(rule: Rule) -> str:
-    """A grammar-ready pattern for a text under `rule`: any character but a brace, or an allowed placeholder; each
-    required placeholder at least once, in either order (of three or more, none is enforced: the orders are not
-    spelled out)."""
+PLACEHOLDER_CHARS = 12  # room kept for each placeholder written (`{component}` is 11 characters)
+
+
+def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS) -> str:
+    """A grammar-ready pattern for a text of at most `max_length` characters under `rule`: any character but a
+    brace, or an allowed placeholder; each required placeholder at least once (two in either order; of three or
+    more none is enforced: the orders are not spelled out). The stretches of text before, between and after the
+    required ones share the length: each bounded on its own to the whole length, they let the 1.5B run a
+    late-start message to the token limit without writing `{time}` (four of the operating rooms' lists of lines,
+    cut off at 178-205 tokens)."""
     allowed, required = rule
-    required = required if len(required) <= 2 else ()  # three or more: any order is right, and not spelled out
+    required = required if len(required) <= 2 else ()
     # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and a quote
     # is written escaped (bounded_pattern leaves `"` and `\` out of the class; a log line may quote an image name).
     char = r'([^{}\n\r\t]|[\\]["])'
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
-    body = f"{free}*" + "".join(f"[{{]{name}[}}]{free}*" for name in required)
+    room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
+    # each stretch may take up to 2/(k+2) of the room (k required placeholders): the whole stays near the bound,
+    # and a long clause still fits between two placeholders (a hip fracture's 100 characters of 300)
+    run = f"{free}{{0,{max(1, 2 * room // (len(required) + 2))}}}"
+    body = run + "".join(f"[{{]{name}[}}]{run}" for name in required)
     if len(required) == 2:
         first, second = required
-        swapped = f"{free}*[{{]{second}[}}]{free}*[{{]{first}[}}]{free}*"
-        body = f"({body}|{swapped})"
+        body = f"({body}|{run}[{{]{second}[}}]{run}[{{]{first}[}}]{run})"
     return f"^{body}$"
 
 
@@ -144,7 +153,7 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
         elif prop.get("type") == "string" and not {"enum", "const", "pattern"} & set(prop):
             rule = rule_for(family, at)
             if rule is not None:
-                prop["pattern"] = bounded_pattern(text_pattern(rule), prop.get("maxLength", MAX_FREE_CHARS))
+                prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS)), 1)
 
     visit(schema, path)
     return schema
