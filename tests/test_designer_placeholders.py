@@ -51,7 +51,7 @@ def test_every_rule_agrees_with_the_family_checks_and_admits_its_examples(name):
             rule = rule_for(family, at)
             if rule is None:
                 continue
-            pattern = python_pattern(rule)
+            pattern = python_pattern(rule, 600)  # the placeholders' rule; the length split is tested below
             text = container[key]
             assert pattern.fullmatch(encoded(text)), (at, text, rule)
             bad = copy.deepcopy(data)
@@ -78,6 +78,8 @@ def test_a_piece_schema_holds_its_texts_to_their_rules():
     assert not pattern.fullmatch("{staff} is running late.")  # {time} missing
     assert not pattern.fullmatch("{staff} will be late at {time} for {surgeon}.")  # not a placeholder here
     assert not pattern.fullmatch("{staff} is late\nat {time}")  # a raw line break is no JSON
+    limit = schema["properties"]["items"]["items"]["maxLength"]
+    assert not pattern.fullmatch("{staff}" + "x" * (limit // 2) + "{time}" + "y" * (limit // 2))  # the whole bound
     assert pattern.fullmatch(encoded('{staff} says "late" at {time}'))  # a quote, escaped
     header = next(p for p in pieces if p.field is None)
     assert "pattern" not in json.dumps(piece_schema(constrained_schema(header, pieces, family.domain), family,

@@ -113,9 +113,9 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS) -> str:
     char = r'([^{}\n\r\t]|[\\]["])'
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
-    # each stretch may take up to 2/(k+2) of the room (k required placeholders): the whole stays near the bound,
-    # and a long clause still fits between two placeholders (a hip fracture's 100 characters of 300)
-    run = f"{free}{{0,{max(1, 2 * room // (len(required) + 2))}}}"
+    # the stretches split the room evenly, so the whole stays within the bound: with twice that each, the 1.5B
+    # still filled both stretches of an operating room's routine note and overshot its 200 characters
+    run = f"{free}{{0,{max(1, room // (len(required) + 1))}}}"
     body = run + "".join(f"[{{]{name}[}}]{run}" for name in required)
     if len(required) == 2:
         first, second = required
