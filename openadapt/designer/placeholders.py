@@ -108,9 +108,10 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS) -> str:
     cut off at 178-205 tokens)."""
     allowed, required = rule
     required = required if len(required) <= 2 else ()
-    # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and a quote
-    # is written escaped (bounded_pattern leaves `"` and `\` out of the class; a log line may quote an image name).
-    char = r'([^{}\n\r\t]|[\\]["])'
+    # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and there is
+    # no quote (bounded_pattern leaves `"` and `\` out of the class). Allowed escaped, quotes ended an operating
+    # room's 'prefers before' lines in `\", \", \", ...` until the token limit.
+    char = r"[^{}\n\r\t]"
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
     # the stretches split the room evenly, so the whole stays within the bound: with twice that each, the 1.5B
