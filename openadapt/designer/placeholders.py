@@ -154,6 +154,7 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
         elif prop.get("type") == "string" and not {"enum", "const", "pattern"} & set(prop):
             rule = rule_for(family, at)
             if rule is not None:
+                # already bounded (no `*` or `+` left): bounded_pattern only keeps `"` and `\` out of its classes
                 prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS)), 1)
 
     visit(schema, path)
