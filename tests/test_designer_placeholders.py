@@ -11,7 +11,7 @@ import pytest
 from openadapt.designer.pieces import constrained_schema, plan_pieces
 from openadapt.designer.placeholders import _texts, family_rules, piece_schema, rule_for, text_pattern
 from openadapt.families import all_families, get_family
-from openadapt.families.domain import DomainError, placeholders
+from openadapt.families.domain import DomainError
 
 FAMILIES = [f.name for f in all_families()]
 
@@ -69,12 +69,16 @@ def test_every_rule_agrees_with_the_family_checks_and_admits_its_examples(name):
     assert rules or name in ("querying",)
 
 
+def asked_schema(family_name: str, path: str) -> dict:
+    """The schema the designer asks the piece at `path` under (with its first example as the worked example)."""
+    family = get_family(family_name)
+    pieces = plan_pieces(family.domain, family.load_example(sorted(family.examples())[0]))
+    piece = next(p for p in pieces if p.path == path)
+    return piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+
+
 def test_a_piece_schema_holds_its_texts_to_their_rules():
-    family = get_family("scheduling")
-    example = family.load_example(sorted(family.examples())[0])
-    pieces = plan_pieces(family.domain, example)
-    piece = next(p for p in pieces if p.path == "domain.late_start")
-    schema = piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+    schema = asked_schema("scheduling", "domain.late_start")
     pattern = re.compile(schema["properties"]["items"]["items"]["pattern"])
     assert pattern.fullmatch("{staff} is running late and will be in at {time}.")
     assert pattern.fullmatch("Running late: {time} at the earliest, says {staff}.")  # either order
@@ -84,21 +88,14 @@ def test_a_piece_schema_holds_its_texts_to_their_rules():
     limit = schema["properties"]["items"]["items"]["maxLength"]
     assert not pattern.fullmatch("{staff}" + "x" * (limit // 2) + "{time}" + "y" * (limit // 2))  # the whole bound
     assert not pattern.fullmatch(encoded('{staff} says "late" at {time}'))  # no quote (looped escaped)
-    header = next(p for p in pieces if p.field is None)
-    assert "pattern" not in json.dumps(piece_schema(constrained_schema(header, pieces, family.domain), family,
-                                                    header)["properties"].get("title", {}))
+    assert "pattern" not in json.dumps(asked_schema("scheduling", "domain")["properties"]["title"])
 
 
 def test_a_nested_record_and_a_list_item_piece_get_their_patterns():
-    family = get_family("diagnosis")
-    example = family.load_example(sorted(family.examples())[0])
-    pieces = plan_pieces(family.domain, example)
-    fault = next(p for p in pieces if p.path == "domain.faults[0]")
-    schema = piece_schema(constrained_schema(fault, pieces, family.domain), family, fault)
+    schema = asked_schema("diagnosis", "domain.faults[0]")
     evidence = re.compile(schema["properties"]["evidence"]["items"]["pattern"])
     assert evidence.fullmatch("WARN {component} intake strainer blocked for {n} minutes")
     assert not evidence.fullmatch("WARN {component} upstream {dependency} timed out")
     note = re.compile(schema["$defs"]["Constraint"]["properties"]["note"]["pattern"])
     assert note.fullmatch("runbook note: {component} feeds the only greenhouse line (flush_line).")
     assert not note.fullmatch("runbook note: {pump} feeds the only line (flush_line).")
-    assert {"{" + n + "}" for n in placeholders("{component} {n}")} <= {"{component}", "{n}"}

@@ -132,5 +132,6 @@ class KeyRepairs(RepairBase):
             piece.value = piece.model.model_validate(data)
         except ValidationError:
             return False
-        self.progress("renamed", self._attempt, f"{name}: {', '.join(f'{f} -> {data[f]}' for f in renamed)}")
+        changed = ", ".join(f"{f} -> {data[f]}" for f in renamed if data[f] != repeated)
+        self.progress("renamed", self._attempt, f"{name}: {changed}")
         return True
