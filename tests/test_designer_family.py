@@ -890,6 +890,25 @@ def test_patterned_strings_are_bounded_and_cannot_close_the_json_string():
     assert re.match(day, "2026-12-01") and not re.match(day, "2026-1-01")
 
 
+def test_an_identifiers_pattern_holds_its_minimum_and_maximum_length_exactly():
+    """llama.cpp ignores minLength beside a pattern too: a one-letter metric name (minimum 2) failed the SIEM
+    design's fault twice running. A pattern of single characters with one repeat carries both bounds."""
+    from openadapt.designer.pieces import bounded, sized_pattern
+
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "minLength": 2, "maxLength": 40, "pattern": r"^[a-z][a-z0-9_]*$"},
+        "code": {"type": "string", "minLength": 4, "maxLength": 6, "pattern": r"^[A-Z][A-Z]-\d+$"},
+        "free": {"type": "string", "minLength": 2, "maxLength": 9, "pattern": r"^(ab|cd)+$"}}}
+    props = bounded(schema)["properties"]
+    name, code = props["name"]["pattern"], props["code"]["pattern"]
+    assert not re.match(name, "m") and re.match(name, "mx") and re.match(name, "m" * 40)
+    assert not re.match(name, "m" * 41)  # a repeat alone bounded by maxLength would allow 41
+    assert not re.match(code, "AB-") and re.match(code, "AB-1") and re.match(code, "AB-123")
+    assert not re.match(code, "AB-1234")
+    assert sized_pattern(r"^(ab|cd)+$", 2, 9) is None  # a group: left to bounded_pattern's per-repeat bound
+    assert props["free"]["pattern"] == "^(ab|cd){1,9}$"
+
+
 def test_a_key_given_to_several_items_is_renamed_for_each_item_alone(llm, world):
     class OneFaultName(ScriptedModel):  # names every fault 'pump_fails', however often it is asked
         def answer(self, text, title):

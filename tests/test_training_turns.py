@@ -15,9 +15,10 @@ from test_training import make_config, scripted  # noqa: E402
 
 from openadapt.envpkg.loader import load  # noqa: E402
 from openadapt.training.chat import first_messages, prompt_ids  # noqa: E402
-from openadapt.training.grpo import quantize  # noqa: E402
+from openadapt.training.errors import TrainingError  # noqa: E402
+from openadapt.training.grpo import choice_openings, quantize  # noqa: E402
 from openadapt.training.pool import TextEnvPool  # noqa: E402
-from openadapt.training.rollout import EpisodeSpec, run_episodes  # noqa: E402
+from openadapt.training.rollout import EpisodeSpec, Opening, run_episodes  # noqa: E402
 from openadapt.training.rundir import RunDir  # noqa: E402
 from openadapt.training.solver import Solver  # noqa: E402
 
@@ -231,7 +232,8 @@ def test_an_exploration_opening_starts_the_first_reply_and_is_trained_as_the_mod
     contexts: list = []
     rest = [f', "component": "{root}"}}', diagnose(seed, eci)]
     with TextEnvPool("seed:incident_triage", 1) as pool:
-        (trace,) = run_episodes(pool.envs, [EpisodeSpec(seed=seed, eci=eci, opening=opening)],
+        spec = EpisodeSpec(seed=seed, eci=eci, opening=Opening(fields={"tool": "inspect_logs"}))
+        (trace,) = run_episodes(pool.envs, [spec],
                                 scripted(tokenizer, rest, contexts), tokenizer, system_prompt=None, max_turns=2,
                                 context="last")
     assert trace.solved and json.loads(trace.turns[0].action) == {"tool": "inspect_logs", "component": root}
@@ -242,45 +244,68 @@ def test_an_exploration_opening_starts_the_first_reply_and_is_trained_as_the_mod
 
 
 def test_explore_draws_first_turn_openings_only_where_a_second_turn_can_follow(tmp_path):
-    from openadapt.training.grpo import choice_openings
-
     config = make_config(tmp_path / "run", steps=1, prompts_per_step=8, num_generations=4, eci=[3],
                          max_turns={1: 1, 3: 2}, context="last", explore=0.5)
     with Solver.create(config) as solver:
         rollout = solver.rollout
         tokenizer = solver.loaded.tokenizer
         tools = choice_openings(solver.pool.envs[0].system_prompt(), "triage")
-        assert tools[0] == '{"tool": "inspect_logs"' and len(tools) == 5
+        assert tools[0] == {"tool": "inspect_logs"} and len(tools) == 5
         _, groups = rollout.specs(0, 8)
         specs = [s for s in groups for _ in range(4)]
         drawn = rollout.explore(specs, step=0)
         assert drawn == rollout.explore(specs, step=0)  # seeded: a resumed run draws the same
-        opened = [tokenizer.decode(s.opening) for s in drawn if s.opening]
-        assert 6 <= len(opened) <= 26 and set(opened) <= {t.replace(" ", "") for t in tools}
+        opened = [s.opening.text({}) for s in drawn if s.opening]
+        assert 6 <= len(opened) <= 26 and set(opened) <= {json.dumps(t)[:-1] for t in tools}
         assert len(set(opened)) > 1  # every choice can be drawn, the final one included
+        text = tokenizer.decode(tokenizer(opened[0], add_special_tokens=False)["input_ids"])
+        assert text == opened[0].replace(" ", "")  # the opening is words of the tiny model's vocabulary
         single = [s.model_copy(update={"max_turns": 1}) for s in specs]
         assert not any(s.opening for s in rollout.explore(single, step=0))  # nothing can follow a forced read
 
 
 def test_explore_choices_narrow_the_draw_and_name_an_unknown_value(tmp_path):
-    from openadapt.training.envinfo import TrainingError
-    from openadapt.training.grpo import choice_openings
-
     config = make_config(tmp_path / "run", steps=1, prompts_per_step=8, num_generations=4, eci=[3],
                          max_turns=2, context="last", explore=1.0,
                          explore_choices=["inspect_logs", "query_metrics"])
     with Solver.create(config) as solver:
         rollout = solver.rollout
         _, groups = rollout.specs(0, 8)
-        opened = {solver.loaded.tokenizer.decode(s.opening) for s in rollout.explore(groups * 4, step=0)}
-        assert opened == {'{"tool":"inspect_logs"', '{"tool":"query_metrics"'}
+        opened = {s.opening.text({}) for s in rollout.explore(groups * 4, step=0)}
+        assert opened == {'{"tool": "inspect_logs"', '{"tool": "query_metrics"'}
         with pytest.raises(TrainingError, match="explore_choices read_logs not among the action's `tool` values"):
             choice_openings(solver.pool.envs[0].system_prompt(), "triage", ["inspect_logs", "read_logs"])
 
 
-def test_explore_refuses_a_package_whose_action_has_no_choice_field():
-    from openadapt.training.envinfo import TrainingError
-    from openadapt.training.grpo import choice_openings
+def test_explore_targets_draw_what_the_opening_acts_on_from_the_first_observation(tokenizer, tmp_path):
+    """`explore_targets`: the opening names the tool *and* its component, drawn uniformly from the components the
+    first observation lists (not from the incident: the draw knows nothing of the answer); the model writes the
+    rest."""
+    seed, eci = 21, 3
+    first = load("seed:incident_triage").make_env()
+    listed = first.reset(seed=seed, eci=eci).components
+    contexts: list = []
+    specs = [EpisodeSpec(seed=seed, eci=eci, opening=Opening(fields={"tool": "inspect_logs"},
+                                                             draw_from={"component": "components"}, seed=str(i)))
+             for i in range(24)]
+    with TextEnvPool("seed:incident_triage", 24) as pool:
+        traces = run_episodes(pool.envs, specs, scripted(tokenizer, ["}"] * 24, contexts), tokenizer,
+                              system_prompt=None, max_turns=1, context="last")
+        actions = [json.loads(t.turns[0].action) for t in traces]
+        assert all(set(a) == {"tool", "component"} and a["tool"] == "inspect_logs" for a in actions)
+        drawn = [a["component"] for a in actions]
+        assert set(drawn) <= set(listed) and len(set(drawn)) >= 4  # uniform over the listed components
+        assert all(t.turns[0].error is None for t in traces)  # a well-formed read the environment accepted
+        again = run_episodes(pool.envs, specs, scripted(tokenizer, ["}"] * 24, []), tokenizer, system_prompt=None,
+                             max_turns=1, context="last")
+        system_prompt = pool.envs[0].system_prompt()
+    assert drawn == [json.loads(t.turns[0].action)["component"] for t in again]  # seeded: a resume draws the same
+    with pytest.raises(TrainingError, match="no list `services` to draw `component` from"):
+        Opening(fields={"tool": "inspect_logs"}, draw_from={"component": "services"}).text({"alert": "x"})
+    with pytest.raises(TrainingError, match="explore_targets service not among the action's other fields"):
+        choice_openings(system_prompt, "triage", targets={"service": "components"})
 
+
+def test_explore_refuses_a_package_whose_action_has_no_choice_field():
     with pytest.raises(TrainingError, match="explore needs an action with a choice field"):
         choice_openings('Reply with JSON: {"properties": {"text": {"type": "string"}}, "type": "object"}', "free")

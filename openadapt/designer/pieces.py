@@ -5,6 +5,7 @@ it, and assembling the answers into a draft domain."""
 from __future__ import annotations
 
 import json
+import re
 import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -288,6 +289,36 @@ def bounded_pattern(pattern: str, max_length: int) -> str:
     return "".join(out)
 
 
+_ATOM = re.compile(r"\[(?:\\.|[^\]\\])*\]|\\.|[^\\\[\](){}|*+?^$.]")
+
+
+def sized_pattern(pattern: str, min_length: int, max_length: int) -> str | None:
+    """A pattern of single characters and classes, one of them repeated (`^[a-z][a-z0-9_]*$`, an identifier),
+    with that repeat bounded so that the string's length is within [min_length, max_length]; None for any other
+    pattern. llama.cpp's converter ignores minLength and maxLength beside a pattern: the 1.5B wrote a one-letter
+    metric name where the schema asks for two, and the reply failed validation twice running (the SIEM prompt)."""
+    start, end = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
+    body = pattern[int(start):len(pattern) - int(end)]
+    atoms, i = [], 0
+    while i < len(body):
+        atom = _ATOM.match(body, i)
+        if atom is None:
+            return None
+        i = atom.end()
+        repeat = body[i] if i < len(body) and body[i] in "*+" else ""
+        i += len(repeat)
+        atoms.append([atom.group(), repeat])
+    repeated = [k for k, (_, repeat) in enumerate(atoms) if repeat]
+    if len(repeated) != 1:
+        return None
+    k, fixed = repeated[0], len(atoms) - 1
+    low, high = max(int(atoms[k][1] == "+"), min_length - fixed), max_length - fixed
+    if high < max(low, 1):
+        return None
+    atoms[k][1] = f"{{{low},{high}}}"
+    return "^" * start + "".join(a + r for a, r in atoms) + "$" * end
+
+
 def bounded(schema: Any) -> Any:
     """`schema` in the form llama.cpp's grammars take (patterns through `grammar_pattern` and `bounded_pattern`),
     with every list capped at MAX_LIST_ITEMS (or its minimum, if more) and every free string at MAX_FREE_CHARS: a
@@ -299,7 +330,8 @@ def bounded(schema: Any) -> Any:
         return schema
     out = {k: bounded(v) for k, v in schema.items()}
     if isinstance(out.get("pattern"), str):
-        out["pattern"] = bounded_pattern(grammar_pattern(out["pattern"]), out.get("maxLength", MAX_FREE_CHARS))
+        pattern, limit = grammar_pattern(out["pattern"]), out.get("maxLength", MAX_FREE_CHARS)
+        out["pattern"] = bounded_pattern(sized_pattern(pattern, out.get("minLength", 0), limit) or pattern, limit)
     if out.get("type") == "array":
         out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
     if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & set(out):

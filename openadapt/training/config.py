@@ -114,6 +114,11 @@ class SolverSettings(BaseModel):
         default=None, min_length=1, description="the values `explore` draws from (default: every value of the "
         "choice field), e.g. a family's reading tools without its final answer; a value the action does not offer "
         "is an error")
+    explore_targets: dict[str, str] | None = Field(
+        default=None, description="action fields an explored opening fills too, each with a value drawn uniformly "
+        "from a list the episode's first observation shows: {'component': 'components'} opens "
+        "`{\"tool\": \"inspect_logs\", \"component\": \"<one of the components listed>\"` (which tool on "
+        "what). Knows nothing of the answer, like the choice itself")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)

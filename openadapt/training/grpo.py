@@ -14,7 +14,6 @@ passes to the reward function as keyword arguments. With `context="last"` the ba
 
 from __future__ import annotations
 
-import json
 import random
 import statistics
 import time
@@ -28,7 +27,15 @@ from openadapt.envpkg.textenv import TextEnv
 from openadapt.training.config import TrainConfig
 from openadapt.training.envinfo import TrainingError
 from openadapt.training.episodes import EpisodeOutcome, TierPlan, tier_rng, training_seed
-from openadapt.training.rollout import EpisodeSpec, EpisodeTrace, Generator, eos_ids, model_generator, run_episodes
+from openadapt.training.rollout import (
+    EpisodeSpec,
+    EpisodeTrace,
+    Generator,
+    Opening,
+    eos_ids,
+    model_generator,
+    run_episodes,
+)
 
 
 class StepStats(BaseModel):
@@ -95,7 +102,7 @@ class EnvironmentRollout:
         self.generator_factory: Callable[[Any], Generator] | None = None  # tests script completions here
         self.stats: StepStats | None = None
         self.last_traces: list[EpisodeTrace] = []
-        self.openings: list[list[int]] = []  # `explore`: the first-turn openings drawn from
+        self.openings: list[dict[str, str]] = []  # `explore`: the choice values a first turn opens with
 
     def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None,
                budget: dict[int, int] | None = None) -> None:
@@ -103,19 +110,23 @@ class EnvironmentRollout:
         self.envs, self.package, self.tiers, self.system_prompt = envs, package, list(tiers), system_prompt
         self.budget = dict(budget or {})
         if self.config.explore > 0:
-            self.openings = [self.tokenizer(text, add_special_tokens=False)["input_ids"]
-                             for text in choice_openings(system_prompt or "", package, self.config.explore_choices)]
+            self.openings = choice_openings(system_prompt or "", package, self.config.explore_choices,
+                                            self.config.explore_targets)
 
     def explore(self, specs: list[EpisodeSpec], step: int) -> list[EpisodeSpec]:
         """`config.explore`: each episode whose turn limit leaves room for a second turn opens, with that chance,
-        with a uniformly drawn choice (seeded by the run, the step and the episode, so a resume draws the same)."""
+        with a uniformly drawn choice, and `explore_targets` with values drawn from its first observation (seeded by
+        the run, the step and the episode, so a resume draws the same)."""
         if not self.openings:
             return specs
         drawn = []
         for i, spec in enumerate(specs):
-            rng = random.Random(f"openadapt-explore:{self.config.seed}:{step}:{i}")
+            key = f"{self.config.seed}:{step}:{i}"
+            rng = random.Random(f"openadapt-explore:{key}")
             if (spec.max_turns is None or spec.max_turns > 1) and rng.random() < self.config.explore:
-                spec = spec.model_copy(update={"opening": rng.choice(self.openings)})
+                opening = Opening(fields=rng.choice(self.openings), draw_from=self.config.explore_targets or {},
+                                  seed=key)
+                spec = spec.model_copy(update={"opening": opening})
             drawn.append(spec)
         return drawn
 
@@ -209,20 +220,27 @@ class EnvironmentRollout:
         return [trace.rows[k] for k in keep]
 
 
-def choice_openings(system_prompt: str, package: str, only: list[str] | None = None) -> list[str]:
-    """The openings of an action JSON for each value of the action's first enum field, from the schema the system
-    prompt shows: `{"tool": "inspect_logs"` ... (a family's tools); `only` keeps those values alone."""
+def choice_openings(system_prompt: str, package: str, only: list[str] | None = None,
+                    targets: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """One opening per value of the action's first enum field, from the schema the system prompt shows:
+    `{"tool": "inspect_logs"}` ... (a family's tools); `only` keeps those values alone. `targets` (action field ->
+    observation list) must name fields of the action other than that one."""
     from openadapt.training.envinfo import schema_from_prompt
 
     schema = schema_from_prompt(system_prompt) or {}
-    for name, prop in schema.get("properties", {}).items():
+    properties = schema.get("properties", {})
+    for name, prop in properties.items():
         values = prop.get("enum") or next((o["enum"] for o in prop.get("anyOf", []) if "enum" in o), None)
         if values:
             unknown = sorted(set(only or ()) - set(values))
             if unknown:
                 raise TrainingError(f"{package}: explore_choices {', '.join(unknown)} not among the action's "
                                     f"`{name}` values ({', '.join(values)})")
-            return [json.dumps({name: v})[:-1] for v in values if only is None or v in only]
+            strange = sorted(set(targets or ()) - (set(properties) - {name}))
+            if strange:
+                raise TrainingError(f"{package}: explore_targets {', '.join(strange)} not among the action's other "
+                                    f"fields ({', '.join(f for f in properties if f != name)})")
+            return [{name: v} for v in values if only is None or v in only]
     raise TrainingError(f"{package}: explore needs an action with a choice field (an enum, such as a tool), and "
                         "its schema has none")
 

@@ -18,6 +18,8 @@ episodes still running (finished ones drop out). What the model sees at the next
 
 from __future__ import annotations
 
+import json
+import random
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -25,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from openadapt.envpkg.textenv import TextEnv, TextStep
 from openadapt.training.chat import Messages, continuation_ids, first_messages, prompt_ids
+from openadapt.training.errors import TrainingError
 
 # ids of every context -> ids each context's reply (EOS included when the model produced one)
 Generator = Callable[[list[list[int]]], list[list[int]]]
@@ -34,13 +37,33 @@ SAFETY_TURNS = 200  # an environment must end its episodes within its budget; th
 Context = Literal["full", "last"]
 
 
+class Opening(BaseModel):
+    """An exploration draw (`grpo.EnvironmentRollout.explore`): the first reply starts with these action fields,
+    the model writes the rest, and the reply, the opening included, is trained on like any other."""
+
+    fields: dict[str, str] = Field(description="values drawn before the episode, e.g. {'tool': 'inspect_logs'}")
+    draw_from: dict[str, str] = Field(default_factory=dict, description="action field -> the first observation's "
+                                      "list its value is drawn from uniformly, e.g. {'component': 'components'}")
+    seed: str = Field(default="", description="seeds the draws from the observation")
+
+    def text(self, observation: dict[str, Any]) -> str:
+        """The opening of the action's JSON (no closing brace), in the order the fields are given."""
+        rng = random.Random(f"openadapt-opening:{self.seed}")
+        values = dict(self.fields)
+        for field, source in self.draw_from.items():
+            listed = observation.get(source)
+            if not isinstance(listed, list) or not listed:
+                raise TrainingError(f"explore_targets: the first observation has no list `{source}` to draw `{field}` "
+                                 f"from (its fields: {', '.join(sorted(observation))})")
+            values[field] = str(rng.choice(listed))
+        return json.dumps(values)[:-1]
+
+
 class EpisodeSpec(BaseModel):
     seed: int
     eci: int
     max_turns: int | None = Field(default=None, description="this episode's turn limit (None: the run's)")
-    opening: list[int] = Field(default_factory=list, description="tokens the first reply starts with (an "
-                               "exploration draw, `grpo.EnvironmentRollout`); the model writes the rest, and the "
-                               "reply, these tokens included, is trained on like any other")
+    opening: Opening | None = Field(default=None, description="what the first reply starts with (exploration)")
 
 
 class TurnRow(BaseModel):
@@ -157,7 +180,9 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
                         env, messages)
         episode.limit = spec.max_turns or max_turns or SAFETY_TURNS
         episode.context_ids = episode.trace.prompt_ids
-        episode.opening = list(spec.opening)
+        if spec.opening is not None:
+            text = spec.opening.text(first.observation)
+            episode.opening = list(tokenizer(text, add_special_tokens=False)["input_ids"])
         live.append(episode)
     active = list(live)
     turn = 0
