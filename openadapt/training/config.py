@@ -115,8 +115,9 @@ class SolverSettings(BaseModel):
         "choice field), e.g. a family's reading tools without its final answer; a value the action does not offer "
         "is an error")
     explore_targets: dict[str, str] | None = Field(
-        default=None, description="action fields an explored opening fills too, each with a value drawn uniformly "
-        "from a list the episode's first observation shows: {'component': 'components'} opens "
+        default=None, description="action fields an explored opening fills too, each with a value drawn from a "
+        "list the episode's first observation shows, in proportion to how often the rest of the observation "
+        "mentions each (uniformly where none is mentioned): {'component': 'components'} opens "
         "`{\"tool\": \"inspect_logs\", \"component\": \"<one of the components listed>\"` (which tool on "
         "what). Knows nothing of the answer, like the choice itself")
     reward: Literal["return", "final"] = "return"

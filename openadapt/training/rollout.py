@@ -47,15 +47,22 @@ class Opening(BaseModel):
     seed: str = Field(default="", description="seeds the draws from the observation")
 
     def text(self, observation: dict[str, Any]) -> str:
-        """The opening of the action's JSON (no closing brace), in the order the fields are given."""
+        """The opening of the action's JSON (no closing brace), in the order the fields are given. A value is
+        drawn in proportion to how often the rest of the observation mentions it (each mention one ticket), and
+        uniformly from the list where nothing mentions any: the list names every component of the system (15 in
+        incident_triage), and a read drawn from all of them landed on the upstream root 11 times in 300 seeds at
+        ECI 3, where the alert and the log lines blaming the dependency mention the root, the alerting component
+        and a few bystanders. Nothing privileged is read: only what the agent is shown."""
         rng = random.Random(f"openadapt-opening:{self.seed}")
         values = dict(self.fields)
         for field, source in self.draw_from.items():
             listed = observation.get(source)
             if not isinstance(listed, list) or not listed:
                 raise TrainingError(f"explore_targets: the first observation has no list `{source}` to draw `{field}` "
-                                 f"from (its fields: {', '.join(sorted(observation))})")
-            values[field] = str(rng.choice(listed))
+                                    f"from (its fields: {', '.join(sorted(observation))})")
+            rest = json.dumps({k: v for k, v in observation.items() if k != source})
+            mentions = [str(v) for v in listed for _ in range(rest.count(str(v)))]
+            values[field] = rng.choice(mentions or [str(v) for v in listed])
         return json.dumps(values)[:-1]
 
 
