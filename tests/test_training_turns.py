@@ -313,6 +313,42 @@ def test_explore_targets_draw_what_the_opening_acts_on_from_the_first_observatio
         choice_openings(system_prompt, "triage", targets={"service": "components"})
 
 
+def test_explore_credit_positive_trains_a_drawn_opening_only_where_its_episode_beat_its_group(tmp_path):
+    """Self-imitation: four episodes open with a drawn read; two then diagnose right and two wrong. The model's
+    own tokens train in every row; the drawn opening's tokens only in the two rows whose advantage is positive."""
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
+                         context="last", explore=1.0, explore_choices=["inspect_logs"],
+                         explore_targets={"component": "components"}, explore_credit="positive")
+    with Solver.create(config) as solver:
+        _, (spec,) = solver.rollout.specs(0, 1)
+        s, e = spec.seed, spec.eci
+        replies = ["}"] * 4 + [diagnose(s, e), diagnose(s, e, right=False)] * 2
+        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
+        captured: dict = {}
+        build = solver.trainer._generate_and_score_completions
+        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
+        solver.train()
+        traces = solver.rollout.last_traces
+    assert [t.solved for t in traces] == [True, False, True, False]
+    rows = [row for t in traces for row in t.rows]
+    assert [row.opening > 0 for row in rows] == [True, False] * 4  # the first turn of each opened with a draw
+    mask, advantages = captured["completion_mask"], captured["advantages"]
+    for k, row in enumerate(rows):
+        trained = mask[k][:len(row.completion_ids)].tolist()
+        kept = 1 if advantages[k] > 0 or not row.opening else 0
+        assert trained == [kept] * row.opening + [1] * (len(row.completion_ids) - row.opening), k
+    assert (advantages[[0, 4]] > 0).all() and (advantages[[2, 6]] < 0).all()
+    masked = sum(row.opening for k, row in enumerate(rows) if advantages[k] <= 0)
+    assert int(captured["num_items_in_batch"]) == sum(t.generated_tokens for t in traces) - masked > 0
+
+
+def test_explore_credit_positive_needs_the_turn_trainer():
+    from openadapt.training.config import SolverSettings
+
+    with pytest.raises(ValueError, match="explore_credit 'positive' .* needs context 'last'"):
+        SolverSettings(model="tiny", context="full", explore=0.5, explore_credit="positive")
+
+
 def test_explore_refuses_a_package_whose_action_has_no_choice_field():
     with pytest.raises(TrainingError, match="explore needs an action with a choice field"):
         choice_openings('Reply with JSON: {"properties": {"text": {"type": "string"}}, "type": "object"}', "free")

@@ -120,6 +120,12 @@ class SolverSettings(BaseModel):
         "mentions each (uniformly where none is mentioned): {'component': 'components'} opens "
         "`{\"tool\": \"inspect_logs\", \"component\": \"<one of the components listed>\"` (which tool on "
         "what). Knows nothing of the answer, like the choice itself")
+    explore_credit: Literal["all", "positive"] = Field(
+        default="all", description="how an explored opening's tokens are trained: with their episode's advantage "
+        "whatever its sign, as if the model had written them ('all'), or only where it is positive ('positive', "
+        "self-imitation): the model did not choose a drawn opening, so an episode that opened with one and fell "
+        "behind its group says nothing against what the model would choose, while 'all' pushes the drawn choice "
+        "down in every such episode. The model's own tokens are trained either way; context 'last' only")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)
@@ -170,6 +176,9 @@ class SolverSettings(BaseModel):
         movable = bool(self.beta) and (tiny or self.lora is None)
         if self.reference is None:
             self.__dict__["reference"] = "tier" if movable else "initial"
+        if self.explore_credit == "positive" and self.context != "last":
+            raise ValueError("explore_credit 'positive' masks an explored opening's tokens in its own training row: "
+                             "it needs context 'last'")
         if self.reference == "tier" and not movable:
             raise ValueError("reference 'tier' moves the KL reference model: it needs beta > 0 and a fully "
                              "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")

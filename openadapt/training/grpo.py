@@ -191,8 +191,10 @@ class EnvironmentRollout:
                     solve_rate_signal=trace.solve_rate_signal, turns=len(trace.turns), finished=trace.finished))
         batch: dict[str, Any] = {}
         if self.config.context == "last":
-            batch["turn_rows"] = [(i, row.prompt_ids, row.completion_ids) for i, t in enumerate(traces)
-                                  for row in self._trained_rows(t, step, i)]
+            # (episode, prompt, completion, leading tokens trained only on a positive advantage)
+            positive_only = self.config.explore_credit == "positive"
+            batch["turn_rows"] = [(i, row.prompt_ids, row.completion_ids, row.opening if positive_only else 0)
+                                  for i, t in enumerate(traces) for row in self._trained_rows(t, step, i)]
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
         return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],

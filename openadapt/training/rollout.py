@@ -78,6 +78,8 @@ class TurnRow(BaseModel):
 
     prompt_ids: list[int]
     completion_ids: list[int]
+    opening: int = Field(default=0, description="how many of the completion's first tokens were an exploration "
+                         "draw, not the model's choice")
 
 
 class Turn(BaseModel):
@@ -198,11 +200,12 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
         still = []
         for episode, reply in zip(active, replies, strict=True):
             trace = episode.trace
+            forced = len(episode.opening)
             reply, episode.opening = episode.opening + reply, []
             text = tokenizer.decode(reply, skip_special_tokens=True)
             step = episode.env.step(text)
             if context == "last":
-                trace.rows.append(TurnRow(prompt_ids=episode.context_ids, completion_ids=reply))
+                trace.rows.append(TurnRow(prompt_ids=episode.context_ids, completion_ids=reply, opening=forced))
             trace.completion_ids += reply
             trace.env_mask += [1] * len(reply)
             trace.generated_tokens += len(reply)

@@ -12,7 +12,9 @@ turns:
    `scale_rewards="none"`), computed exactly as `GRPOTrainer` does;
 3. every turn of the episode becomes one training row, `prompt` = the exact tokens that turn was generated from,
    `completion` = the tokens the model wrote, with its episode's advantage (turn-level credit: each decision of
-   an episode that beat its group is reinforced, each of one that fell behind is discouraged);
+   an episode that beat its group is reinforced, each of one that fell behind is discouraged); a row's leading
+   tokens that an exploration draw wrote (`explore_credit="positive"`) are trained only where the advantage is
+   positive (self-imitation: the model did not choose them, so a draw that did badly says nothing against it);
 4. the loss is TRL's own (`GRPOTrainer._compute_loss`, the configured `loss_type`, KL to the reference model when
    `beta > 0`), over the generated tokens of every row.
 
@@ -31,15 +33,16 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 
 
 class TurnGRPOTrainer(GRPOTrainer):
-    """`GRPOTrainer` whose `rollout_func` returns `turn_rows` (episode index, prompt ids, completion ids) beside
-    TRL's per-episode keys; see the module docstring."""
+    """`GRPOTrainer` whose `rollout_func` returns `turn_rows` (episode index, prompt ids, completion ids, leading
+    completion tokens trained only on a positive advantage) beside TRL's per-episode keys; see the module
+    docstring."""
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         device = self.accelerator.device
         mode = "train" if self.model.training else "eval"
         prompts = [x["prompt"] for x in inputs]
         output = self.rollout_func(prompts, self)
-        rows: list[tuple[int, list[int], list[int]]] = output.pop("turn_rows")
+        rows: list[tuple[int, list[int], list[int], int]] = output.pop("turn_rows")
         for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
             output.pop(key, None)
         episodes = len(prompts)
@@ -81,6 +84,9 @@ class TurnGRPOTrainer(GRPOTrainer):
             truncated = torch.tensor([not r[2] or r[2][-1] not in stops for r in rows], device=device)
             completion_mask = completion_mask * (~truncated).unsqueeze(1).int()
         row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)]
+        for k, row in enumerate(rows):
+            if row[3] and row_advantages[k] <= 0:
+                completion_mask[k, :row[3]] = 0
         num_items = self.accelerator.gather(completion_mask.sum()).sum()
 
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
