@@ -466,7 +466,7 @@ def test_a_reading_named_twice_in_a_fault_is_renamed_alone_aside(llm, world):
     assert candidate.usable, candidate.problems
     first, again = [r for r in llm.requests if "needs another `name`" in r["messages"][-1]["content"]]
     assert len(first["messages"]) == 2 and first["response_format"]["json_schema"]["schema"]["properties"]["name"][
-        "pattern"] == "^[a-z][a-z0-9_]{0,40}$"  # aside, under the name's own pattern (bounded)
+        "pattern"] == "^[a-z][a-z0-9_]{1,39}$"  # aside, under the name's own pattern and length
     assert "is taken" in again["messages"][-1]["content"] and again["temperature"] == 0.9  # once more, hotter
     assert not any(a.startswith("Your `domain.faults[1]`") for a in model.asked)  # the fault is not rewritten
     metrics = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["metrics"]
@@ -660,7 +660,7 @@ def test_a_copied_reading_name_is_asked_for_alone_as_the_identifier_its_field_wa
     assert candidate.usable, candidate.problems
     (ask,) = [r for r in llm.requests if marker in r["messages"][-1]["content"]]
     text = ask["response_format"]["json_schema"]["schema"]["properties"]["text"]
-    assert text["pattern"] == "^[a-z][a-z0-9_]{0,40}$" and text["maxLength"] == 40  # the field's own bounds
+    assert text["pattern"] == "^[a-z][a-z0-9_]{1,39}$" and text["maxLength"] == 40  # the field's own bounds
     assert not any(a.startswith("Your `domain.victim_metrics[0]`") for a in model.asked)  # not rewritten whole
     assert yaml.safe_load(candidate.files["domain.yaml"])["victim_metrics"][0]["name"] == "pods_not_ready"
 
