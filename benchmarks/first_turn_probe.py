@@ -9,6 +9,10 @@ Analysis only, on held-out seeds (from 1,000,000 up), nothing is trained:
    environment's privileged view: this is a probe, never a training target), then the model answers greedily;
    counted: solved, right component, right fault.
 
+3. **the read's odds**: the mean probability that the first turn opens `{"tool": "inspect_logs"` (sampling
+   counts of (1) cannot show a 1-in-1,000 chance that training moves), and, given that opening (what an
+   exploration draw of the tool forces), which component the model then names when it samples the rest.
+
 A policy that solves (2) but never samples the read in (1) fails on exploration, not on what it knows.
 
     python benchmarks/first_turn_probe.py RUN_DIR [--eci 3] [--seeds 100] [--samples 4]
@@ -82,6 +86,33 @@ def after_a_read(policy: ModelPolicy, eci: int, seeds: range) -> Counter:
     return counts
 
 
+def read_odds(policy: ModelPolicy, eci: int, seeds: range, samples: int) -> tuple[float, Counter]:
+    """Mean P(the first turn opens with the log read), and what a sampled rest names after that opening."""
+    import torch
+
+    pkg, tok = load(PACKAGE), policy.tokenizer
+    opening = tok('{"tool": "inspect_logs"', add_special_tokens=False)["input_ids"]
+    named = tok('{"tool": "inspect_logs", "component": "', add_special_tokens=False)["input_ids"]
+    sample = model_generator(policy.model, tok, max_new_tokens=16, greedy=False)
+    chances, contexts, incidents = [], [], []
+    for seed in seeds:
+        env = pkg.make_env()
+        context = prompt_ids(tok, first_messages(None, text_step(pkg.protocol, env.reset(seed=seed, eci=eci)).prompt,
+                                                 tok))
+        ids = torch.tensor([context + opening])
+        with torch.no_grad():
+            logps = torch.log_softmax(policy.model(ids).logits[0, :-1].float(), dim=-1)
+        chances.append(logps[torch.arange(ids.size(1) - 1), ids[0, 1:]][len(context) - 1:].sum().exp().item())
+        contexts.append(context + named)
+        incidents.append(env.oracle_view())
+    counts: Counter = Counter()
+    for _ in range(samples):
+        for inc, reply in zip(incidents, sample(contexts), strict=True):
+            name = tok.decode(reply, skip_special_tokens=True).split('"')[0]
+            counts["root" if name == inc.root else "alert" if name == inc.path[0] else "other"] += 1
+    return sum(chances) / len(chances), counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir")
@@ -96,6 +127,11 @@ def main() -> None:
     print(f"first turns at ECI {args.eci}, {total} sampled ({args.samples} per seed on {args.seeds} held-out seeds):")
     for (tool, named), n in firsts.most_common():
         print(f"  {tool!s:<20} {named:<6} {n:>5}  {n / total:.1%}")
+    chance, named = read_odds(policy, args.eci, seeds, args.samples)
+    total = sum(named.values())
+    print(f"P(first turn opens with inspect_logs), mean over {args.seeds} seeds: {chance:.2e}; after that opening "
+          f"the sampled component is the root {named['root'] / total:.1%}, the alerting one "
+          f"{named['alert'] / total:.1%}, another {named['other'] / total:.1%}")
     read = after_a_read(policy, args.eci, seeds)
     print(f"after a scripted read of the root's logs, greedy, {args.seeds} seeds: " +
           ", ".join(f"{k} {read[k]}" for k in ("solved", "component right", "fault right")))
