@@ -505,6 +505,29 @@ def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_exam
     assert "domain.symptom_lines[0]" not in flagged  # lines written with names: their example is the family's form
 
 
+def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the_feedback_is_a_problem():
+    # the pumps, 2026-12-03: told its note "takes 'to the standby unit instead shift_to_standby' from the
+    # example", the 1.5B wrote the same words back twice, then the message itself into the note
+    from openadapt.designer.copying import unquoted
+
+    family = get_family("diagnosis")
+    example = family.load_example("incident_triage")
+    draft = example.model_dump(mode="json")
+    note = ("runbook note: {component} feeds the only line; do not take it offline. Move its load to the standby "
+            "unit instead (shift_to_standby).")
+    draft["faults"][0]["constraint"]["note"] = note
+    (message,) = [p.message for p in copied_from_example(draft, example)
+                  if p.path == "domain.faults[0].constraint.note"]
+    assert "'" in message and "standby" in message  # the check names what was copied, for the record
+    shown = unquoted(message)
+    assert "standby" not in shown and shown.startswith("this text takes a phrase from the example")
+    assert unquoted("'error_rate_pct' is copied from the worked example") == "this is copied from the worked example"
+    assert unquoted("must name both {component} and {dependency}") == "must name both {component} and {dependency}"
+    draft["faults"][0]["constraint"]["note"] = message  # the feedback written into the field
+    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
+    assert "repeats the designer's feedback" in flagged["domain.faults[0].constraint.note"]
+
+
 def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():
     family = get_family("diagnosis")
     example, others = (family.load_example("kubernetes_cluster"),
@@ -1167,7 +1190,8 @@ def test_a_header_text_with_two_problems_is_asked_for_with_both_and_again_until_
     assert len(asks) == 2  # one request per round with both problems, then once more, hotter
     first, second = (r["messages"][-1]["content"] for r in asks)
     assert "must contain {component}" in first and "from the worked example" in first and taken not in first
-    assert "still wrong: must contain {component}" in second and [r["temperature"] for r in asks] == [0.2, 0.9]
+    assert "Still wrong: must contain {component}" in second and [r["temperature"] for r in asks] == [0.2, 0.9]
+    assert "pump pressure" not in second  # a copy problem: what it wrote is not shown back
     assert not any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was kept
 
 

@@ -44,8 +44,30 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
         elif len(value) >= 40 and (taken := [r for r in phrases(value) if r in theirs_runs]):
             problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
                                           "worked example: write it in this task's world's own words"))
+        elif any(marker in value for marker in _FEEDBACK_MARKERS):
+            problems.append(DomainProblem(path=path, message="this text repeats the designer's feedback instead of "
+                                          "saying something of this world: write what the field asks for"))
     known = {v for domain in [example, *others] for _, v in iter_texts(domain)}
     return problems + described_identifiers(data, type(example), known) + described_texts(data, type(example))
+
+
+# Words of the problems the repairs send back, which no world's text holds: an answer that holds them wrote the
+# feedback into the field (a pump's constraint note read "this text takes 'to the standby unit instead
+# shift_to_standby' from the example in this field's description, another world: ...").
+_FEEDBACK_MARKERS = ("this field's description", "from the worked example", "in this world's own words",
+                     "write this world's own")
+_QUOTED_COPY = re.compile(r"""^(this text takes |)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")( from| is copied from)""")
+
+
+def unquoted(message: str) -> str:
+    """A copy problem as a repair shows it to the model: without the words it copied. Shown them, the 1.5B writes
+    them back: a pump's constraint note, told it "takes 'to the standby unit instead shift_to_standby' from the
+    example", came back with the same words twice, then with the message itself."""
+    match = _QUOTED_COPY.match(message)
+    if match is None:
+        return message
+    what = "a phrase" if match.group(1) else "this"
+    return f"{match.group(1) or ''}{what}{match.group(3)}{message[match.end():]}"
 
 
 _QUOTED_TEXT = re.compile(r"(?<![A-Za-z])'([^']{20,}?)'(?![A-Za-z])")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
+from openadapt.designer.copying import unquoted
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
@@ -112,7 +113,7 @@ class RecordRepairs(RepairBase):
         item = piece.value.model_dump(mode="json")
         # A record of a list (a fault's reading) is shown with its siblings; a record field with the item's rest.
         rest = item if k is not None else {key: v for key, v in item.items() if key != name}
-        instruction = (f"`{at}` has problems:\n" + "\n".join(f"- {p}" for p in problems[:6]) +
+        instruction = (f"`{at}` has problems:\n" + "\n".join(f"- {unquoted(p)}" for p in problems[:6]) +
                        f"\n`{piece.path}` as it stands: {json.dumps(rest, ensure_ascii=False)}\n"
                        f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{guide}")
         room = max(200, max_tokens_for(piece, self._example) // (2 if k is None else 4))
@@ -138,9 +139,11 @@ class RecordRepairs(RepairBase):
                 # The same mistake again (a constraint whose fix is still the usual fix, four attempts running;
                 # a reading whose healthy and faulty values stayed equal in whole rewrites of the fault): once
                 # more, aside and hotter, shown what it wrote.
+                # a copy is not shown again (shown, the 1.5B wrote it back, once with the problem's own words)
+                wrote = "" if described else f" as {value.model_dump_json()}"
                 value = self._session.ask_aside(
-                    f"{self._world_so_far()}You wrote `{at}` as {value.model_dump_json()}, and it still has "
-                    f"problems:\n" + "\n".join(f"- {p}" for p in still[:6]) + f"\n{instruction}", part,
+                    f"{self._world_so_far()}You wrote `{at}`{wrote}, and it still has problems:\n" +
+                    "\n".join(f"- {unquoted(p)}" for p in still[:6]) + f"\n{instruction}", part,
                     max_tokens=room, temperature=REPEAT_TEMPERATURE, schema=schema)
                 put(value)
                 still = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]

@@ -10,6 +10,7 @@ import typing
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
+from openadapt.designer.copying import unquoted
 from openadapt.designer.pieces import bounded, named_description
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
@@ -174,8 +175,9 @@ class TextRepairs(RepairBase):
             try:
                 text = self._session.ask_aside(
                     f"{self._world_so_far(without=name if line is None and sub is None else None)}{said}{what} has "
-                    f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(wrong)}.{was} Write it again for "
-                    f"this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one, max_tokens=160,
+                    f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(map(unquoted, wrong))}.{was} "
+                    f"Write it again for this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one,
+                    max_tokens=160,
                     schema=with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text"),
                     reseed=tries,
                     temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
@@ -191,7 +193,8 @@ class TextRepairs(RepairBase):
                 best = (piece.value, still)
             if not still:
                 break
-            said = f"You wrote {text!r}; still wrong: {'; '.join(still)}. "
+            said = (f"Still wrong: {'; '.join(map(unquoted, still))}. " if copy else
+                    f"You wrote {text!r}; still wrong: {'; '.join(still)}. ")
         if best is None:
             piece.value = before
             return False
