@@ -91,6 +91,17 @@ def test_a_piece_schema_holds_its_texts_to_their_rules():
     assert "pattern" not in json.dumps(asked_schema("scheduling", "domain")["properties"]["title"])
 
 
+def test_a_text_with_no_required_placeholder_holds_its_minimum_length():
+    """llama.cpp ignores minLength beside a pattern: a Kubernetes background line came back empty."""
+    schema = asked_schema("diagnosis", "domain.background_lines")
+    item = schema["properties"]["items"]["items"]
+    pattern = re.compile(item["pattern"])
+    assert item["minLength"] >= 3
+    assert not pattern.fullmatch("") and not pattern.fullmatch("ok"[: item["minLength"] - 1])
+    assert pattern.fullmatch("INFO {component} heartbeat ok")
+    assert pattern.fullmatch("{n}" * item["minLength"])  # a placeholder counts as one
+
+
 def test_a_nested_record_and_a_list_item_piece_get_their_patterns():
     schema = asked_schema("diagnosis", "domain.faults[0]")
     evidence = re.compile(schema["properties"]["evidence"]["items"]["pattern"])

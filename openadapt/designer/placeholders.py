@@ -99,13 +99,14 @@ def _agreed_rules(family: Family) -> dict[str, Rule]:
 PLACEHOLDER_CHARS = 12  # room kept for each placeholder written (`{component}` is 11 characters)
 
 
-def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS) -> str:
+def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int = 0) -> str:
     """A grammar-ready pattern for a text of at most `max_length` characters under `rule`: any character but a
     brace, or an allowed placeholder; each required placeholder at least once (two in either order; of three or
     more none is enforced: the orders are not spelled out). The stretches of text before, between and after the
     required ones share the length: each bounded on its own to the whole length, they let the 1.5B run a
     late-start message to the token limit without writing `{time}` (four of the operating rooms' lists of lines,
-    cut off at 178-205 tokens)."""
+    cut off at 178-205 tokens). A text with no required placeholder holds `min_length` characters or placeholders
+    (llama.cpp ignores minLength beside a pattern: a Kubernetes background line came back empty)."""
     allowed, required = rule
     required = required if len(required) <= 2 else ()
     # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and there is
@@ -116,8 +117,10 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS) -> str:
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
     # the stretches split the room evenly, so the whole stays within the bound: with twice that each, the 1.5B
     # still filled both stretches of an operating room's routine note and overshot its 200 characters
-    run = f"{free}{{0,{max(1, room // (len(required) + 1))}}}"
-    body = run + "".join(f"[{{]{name}[}}]{run}" for name in required)
+    stretch = max(1, room // (len(required) + 1))
+    run = f"{free}{{0,{stretch}}}"
+    body = (run + "".join(f"[{{]{name}[}}]{run}" for name in required) if required else
+            f"{free}{{{min(min_length, stretch)},{stretch}}}")
     if len(required) == 2:
         first, second = required
         body = f"({body}|{run}[{{]{second}[}}]{run}[{{]{first}[}}]{run})"
@@ -155,7 +158,8 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
             rule = rule_for(family, at)
             if rule is not None:
                 # already bounded (no `*` or `+` left): bounded_pattern only keeps `"` and `\` out of its classes
-                prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS)), 1)
+                prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS),
+                                                               prop.get("minLength", 0)), 1)
 
     visit(schema, path)
     return schema
