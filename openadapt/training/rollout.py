@@ -39,11 +39,12 @@ Context = Literal["full", "last"]
 
 class Opening(BaseModel):
     """An exploration draw (`grpo.EnvironmentRollout.explore`): the first reply starts with these action fields,
-    the model writes the rest, and the reply, the opening included, is trained on like any other."""
+    the model writes the rest; the turn's row records how many tokens the opening took (`TurnRow.opening`), so
+    that `explore_credit="positive"` can train them only where the episode beat its group."""
 
     fields: dict[str, str] = Field(description="values drawn before the episode, e.g. {'tool': 'inspect_logs'}")
     draw_from: dict[str, str] = Field(default_factory=dict, description="action field -> the first observation's "
-                                      "list its value is drawn from uniformly, e.g. {'component': 'components'}")
+                                      "list its value is drawn from (`text`), e.g. {'component': 'components'}")
     seed: str = Field(default="", description="seeds the draws from the observation")
 
     def text(self, observation: dict[str, Any]) -> str:
