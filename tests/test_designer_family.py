@@ -526,6 +526,12 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     draft["faults"][0]["constraint"]["note"] = message  # the feedback written into the field
     flagged = {p.path: p.message for p in copied_from_example(draft, example)}
     assert "repeats the designer's feedback" in flagged["domain.faults[0].constraint.note"]
+    # the fix the note's example names in parentheses is that example's too (the tidy took it from the note)
+    draft["faults"][1]["constraint"]["fix"] = "shift_to_standby"
+    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
+    assert "in this field's description" in flagged["domain.faults[1].constraint.fix"]
+    assert "domain.faults[2].constraint.fix" not in flagged  # the seed's own fix
+    assert not any(".tools." in path for path in flagged)  # a record of names any world may use is not judged
 
 
 def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():
