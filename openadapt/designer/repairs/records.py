@@ -138,9 +138,10 @@ class RecordRepairs(RepairBase):
             if still and set(still) & set(problems):
                 # The same mistake again (a constraint whose fix is still the usual fix, four attempts running;
                 # a reading whose healthy and faulty values stayed equal in whole rewrites of the fault): once
-                # more, aside and hotter, shown what it wrote.
-                # a copy is not shown again (shown, the 1.5B wrote it back, once with the problem's own words)
-                wrote = "" if described else f" as {value.model_dump_json()}"
+                # more, aside and hotter, shown what it wrote unless that was a copy (shown a copy, the 1.5B wrote
+                # it back, once with the problem's own words)
+                copy = described or any("worked example" in p for p in still)
+                wrote = "" if copy else f" as {value.model_dump_json()}"
                 value = self._session.ask_aside(
                     f"{self._world_so_far()}You wrote `{at}`{wrote}, and it still has problems:\n" +
                     "\n".join(f"- {unquoted(p)}" for p in still[:6]) + f"\n{instruction}", part,
