@@ -523,6 +523,8 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     assert "standby" not in shown and shown.startswith("this text takes a phrase from the example")
     assert unquoted("'error_rate_pct' is copied from the worked example") == "this is copied from the worked example"
     assert unquoted("must name both {component} and {dependency}") == "must name both {component} and {dependency}"
+    problem = next(p for p in copied_from_example(draft, example) if p.path == "domain.faults[0].constraint.note")
+    assert unquoted(str(problem)) == f"domain.faults[0].constraint.note: {shown}"  # as a record's repair lists it
     draft["faults"][0]["constraint"]["note"] = message  # the feedback written into the field
     flagged = {p.path: p.message for p in copied_from_example(draft, example)}
     assert "repeats the designer's feedback" in flagged["domain.faults[0].constraint.note"]

@@ -56,7 +56,9 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
 # shift_to_standby' from the example in this field's description, another world: ...").
 _FEEDBACK_MARKERS = ("this field's description", "from the worked example", "in this world's own words",
                      "write this world's own")
-_QUOTED_COPY = re.compile(r"""^(this text takes |)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")( from| is copied from)""")
+# after an optional "domain.path: " (a problem as `str(DomainProblem)` spells it)
+_QUOTED_COPY = re.compile(r"""^(\S+: )?(this text takes |)"""
+                          r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")( from| is copied from)""")
 
 
 def unquoted(message: str) -> str:
@@ -66,8 +68,8 @@ def unquoted(message: str) -> str:
     match = _QUOTED_COPY.match(message)
     if match is None:
         return message
-    what = "a phrase" if match.group(1) else "this"
-    return f"{match.group(1) or ''}{what}{match.group(3)}{message[match.end():]}"
+    path, takes = match.group(1) or "", match.group(2)
+    return f"{path}{takes}{'a phrase' if takes else 'this'}{match.group(4)}{message[match.end():]}"
 
 
 _QUOTED_TEXT = re.compile(r"(?<![A-Za-z])'([^']{20,}?)'(?![A-Za-z])")
