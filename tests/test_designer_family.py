@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+from typing import ClassVar
 
 import pytest
 import yaml
 from fake_openai import FakeOpenAI, Scripted
+from pydantic import BaseModel, Field
 
 from openadapt.designer.copying import ENTITY_NAME, copied_from_example
 from openadapt.designer.family_design import FamilyDomainDesigner
@@ -496,13 +498,19 @@ def test_a_line_the_schema_itself_gives_as_its_example_is_not_a_copy_of_the_exam
     flagged = {p.path: p.message for p in copied_from_example(draft, example)}
     assert "the example in this field's description" in flagged["domain.recovered_line"]  # not the example world's
     assert "worked example" in flagged["domain.components[0].note"] and "domain.summary" in flagged
+    line = "WARN {component} suction pressure {n} minutes without reaching setpoint after the restart"
+    draft["faults"][0]["evidence"][0] = line
+    draft["symptom_lines"][0] = "ERROR {component} request to {dependency} timed out"
+    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
+    assert "from the example in this field's description" in flagged["domain.faults[0].evidence[0]"]
+    assert "domain.symptom_lines[0]" not in flagged  # lines written with names: their example is the family's form
+    # A constraint note's example is the family's general form (`Constraint.FORMS`): the pumps' 1.5B wrote no
+    # constraint at all without it, and a note in that form, with its fix, is no copy
     note = ("runbook note: {component} feeds the only line; do not take it offline. Move its load to the standby "
             "unit instead (shift_to_standby).")
     draft["faults"][0]["constraint"] = {"note": note, "fix": "shift_to_standby"}
-    draft["symptom_lines"][0] = "ERROR {component} request to {dependency} timed out"
     flagged = {p.path: p.message for p in copied_from_example(draft, example)}
-    assert "from the example in this field's description" in flagged["domain.faults[0].constraint.note"]
-    assert "domain.symptom_lines[0]" not in flagged  # lines written with names: their example is the family's form
+    assert not {"domain.faults[0].constraint.note", "domain.faults[0].constraint.fix"} & set(flagged)
 
 
 def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the_feedback_is_a_problem():
@@ -513,27 +521,60 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     family = get_family("diagnosis")
     example = family.load_example("incident_triage")
     draft = example.model_dump(mode="json")
-    note = ("runbook note: {component} feeds the only line; do not take it offline. Move its load to the standby "
-            "unit instead (shift_to_standby).")
-    draft["faults"][0]["constraint"]["note"] = note
-    (message,) = [p.message for p in copied_from_example(draft, example)
-                  if p.path == "domain.faults[0].constraint.note"]
-    assert "'" in message and "standby" in message  # the check names what was copied, for the record
+    at = "domain.faults[0].evidence[0]"
+    draft["faults"][0]["evidence"][0] = "WARN {component} suction pressure {n} minutes without reaching setpoint today"
+    (message,) = [p.message for p in copied_from_example(draft, example) if p.path == at]
+    assert "'" in message and "suction" in message  # the check names what was copied, for the record
     shown = unquoted(message)
-    assert "standby" not in shown and shown.startswith("this text takes a phrase from the example")
+    assert "suction" not in shown and shown.startswith("this text takes a phrase from the example")
     assert unquoted("'error_rate_pct' is copied from the worked example") == "this is copied from the worked example"
     assert unquoted("must name both {component} and {dependency}") == "must name both {component} and {dependency}"
-    problem = next(p for p in copied_from_example(draft, example) if p.path == "domain.faults[0].constraint.note")
-    assert unquoted(str(problem)) == f"domain.faults[0].constraint.note: {shown}"  # as a record's repair lists it
-    draft["faults"][0]["constraint"]["note"] = message  # the feedback written into the field
+    problem = next(p for p in copied_from_example(draft, example) if p.path == at)
+    assert unquoted(str(problem)) == f"{at}: {shown}"  # as a record's repair lists it
+    draft["faults"][0]["evidence"][0] = message  # the feedback written into the field
     flagged = {p.path: p.message for p in copied_from_example(draft, example)}
-    assert "repeats the designer's feedback" in flagged["domain.faults[0].constraint.note"]
-    # the fix the note's example names in parentheses is that example's too (the tidy took it from the note)
-    draft["faults"][1]["constraint"]["fix"] = "shift_to_standby"
-    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
-    assert "in this field's description" in flagged["domain.faults[1].constraint.fix"]
-    assert "domain.faults[2].constraint.fix" not in flagged  # the seed's own fix
+    assert "repeats the designer's feedback" in flagged[at]
     assert not any(".tools." in path for path in flagged)  # a record of names any world may use is not judged
+
+
+class _Repair(BaseModel):
+    note: str = Field(description="what to do, e.g. 'the coil iced over: thaw it first (thaw_the_coil).'")
+    fix: str = Field(description="the fix the note names")
+
+
+class _FormRepair(_Repair):
+    FORMS: ClassVar[frozenset[str]] = frozenset({"note"})
+
+
+class _Item(BaseModel):
+    name: str
+    repair: _Repair
+
+
+class _Draft(BaseModel):
+    items: list[_Item]
+
+
+class _FormItem(BaseModel):
+    name: str
+    repair: _FormRepair
+
+
+class _FormDraft(BaseModel):
+    items: list[_FormItem]
+
+
+def test_the_fix_a_records_example_names_in_parentheses_is_a_copy_unless_that_example_is_a_form():
+    # the pumps' constraints took '... (shift_to_standby)' from the note's example with the note, three of five
+    from openadapt.designer.copying import described_identifiers
+
+    draft = {"items": [{"name": "a", "repair": {"note": "x", "fix": "thaw_the_coil"}},
+                       {"name": "b", "repair": {"note": "y", "fix": "bleed_the_line"}}]}
+    flagged = {p.path: p.message for p in described_identifiers(draft, _Draft, known=set())}
+    assert set(flagged) == {"domain.items[0].repair.fix"} and "in this field's description" in next(iter(
+        flagged.values()))
+    assert not described_identifiers(draft, _Draft, known={"thaw_the_coil"})  # an example domain uses it
+    assert not described_identifiers(draft, _FormDraft, known=set())  # its note's example is a form
 
 
 def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():

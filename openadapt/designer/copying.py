@@ -101,8 +101,8 @@ def described_texts(data: Any, model: type[BaseModel], path: str = "domain") -> 
                 problems += described_texts(entry, item, at)
             continue
         examples = _QUOTED_TEXT.findall(info.description or "")
-        if not examples or name in getattr(model, "NAMED_LINES", {}):
-            continue  # lines written with names in the placeholders' place: their example is the family's form
+        if not examples or name in getattr(model, "NAMED_LINES", {}) or name in getattr(model, "FORMS", ()):
+            continue  # lines written with names in the placeholders' place, or a form: the family's, no world's
         texts = [(f"{path}.{name}", value)] if isinstance(value, str) else list(zip(where, value, strict=False)) \
             if isinstance(value, list) else []
         runs = set().union(*(_runs(e) for e in examples))
@@ -137,8 +137,9 @@ def described_identifiers(data: Any, model: type[BaseModel], known: set[str],
         return problems
     # what an example text of the record's fields names in parentheses: a constraint note's example ends
     # '... (shift_to_standby).', and the pumps' constraints took that fix with the note, three faults of five
-    named = {i for f in model.model_fields.values() for text in _QUOTED_TEXT.findall(f.description or "")
-             for i in _NAMED_IDENTIFIER.findall(text)}
+    forms = getattr(model, "FORMS", ())
+    named = {i for n, f in model.model_fields.items() if n not in forms
+             for text in _QUOTED_TEXT.findall(f.description or "") for i in _NAMED_IDENTIFIER.findall(text)}
     for name, info in model.model_fields.items():
         value, item = data.get(name), _list_item(info.annotation)
         if item is not None and isinstance(value, list):
