@@ -316,3 +316,14 @@ def test_a_draft_evidence_placeholder_the_engine_does_not_fill_is_read_as_what_i
                                                          "ERROR {component} {pump_id} seal leak {pct}%"]}]}
     assert DiagnosisDomain.tidy(draft)["faults"][0]["evidence"] == [
         "WARN {component} suction pressure {n} kPa", "ERROR {component} pump id seal leak {pct}%"]
+
+
+def test_a_dependency_listed_twice_is_listed_once_by_the_tidy():
+    # the Kubernetes prompt's 1.5B, 2026-12-03: a replica set needing `deployment-config` three times
+    from openadapt.families.diagnosis.domain import DiagnosisDomain
+
+    draft = {"components": [{"name": "replica-set", "depends_on": ["deployment-config", "node", "deployment-config"]},
+                            {"name": "odd", "depends_on": [{"name": "x"}, {"name": "x"}]}, "not a component"]}
+    components = DiagnosisDomain.tidy(draft)["components"]
+    assert components[0]["depends_on"] == ["deployment-config", "node"]
+    assert components[1:] == draft["components"][1:]  # what is not a list of names is left for the checks

@@ -167,7 +167,7 @@ class DiagnosisDomain(Domain):
         fix are made to agree (`_naming_its_fix`); an evidence line's unknown placeholder is read as what it
         stands for (`_known_placeholders`); a log line without the component it is printed by (a fault's
         evidence, a symptom, a background or a noise line) gets '{component}' (the 1.5B left it out of fault
-        evidence through every repair round)."""
+        evidence through every repair round); a dependency listed twice is listed once."""
         data = dict(data)
         names = [c["name"] for c in data.get("components", [])
                  if isinstance(c, dict) and isinstance(c.get("name"), str)]
@@ -198,6 +198,12 @@ class DiagnosisDomain(Domain):
             data["faults"] = faults
         for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO")):
             data[name] = [_with_component(line, level, names) for line in data.get(name, [])]
+        # A dependency named twice is named once (the Kubernetes prompt's 1.5B: a replica set needing
+        # `deployment-config` three times); what the list means is unchanged.
+        data["components"] = [{**c, "depends_on": list(dict.fromkeys(c["depends_on"]))}
+                              if isinstance(c, dict) and isinstance(c.get("depends_on"), list)
+                              and all(isinstance(d, str) for d in c["depends_on"]) else c
+                              for c in data.get("components", [])]
         data["symptom_lines"] = [_with_component(_with_dependency(line, names), "ERROR")
                                  for line in data.get("symptom_lines", [])]
         return data
