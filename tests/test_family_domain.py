@@ -143,3 +143,18 @@ def test_a_text_repeating_the_schemas_description_or_breaking_into_another_scrip
     assert "domain.components[1].note" not in problems
     text = "pump-5 lifts water from the reservoir. It feeds the channels. If it fails the system will无法"
     assert without_foreign_tail(text) == "pump-5 lifts water from the reservoir. It feeds the channels."
+
+
+def test_a_text_holding_a_slot_left_unfilled_is_a_problem():
+    # the Kubernetes prompt's 1.5B, 2026-12-03: 'ERROR {component} <pod-name> CPU usage 90% above limit'
+    from openadapt.families.domain import DomainError
+
+    family = get_family("diagnosis")
+    data = family.load_example("kubernetes_cluster").model_dump(mode="json")
+    data["faults"][0]["evidence"][0] = "ERROR {component} <pod-name> CPU usage {pct}% above limit"
+    data["faults"][1]["evidence"][0] = "WARN {component} queue depth < 5 for {n} minutes, then > 40"  # a comparison
+    with pytest.raises(DomainError) as caught:
+        family.parse_domain(data)
+    problems = {p.path: p.message for p in caught.value.problems}
+    assert "the slot '<pod-name>'" in problems["domain.faults[0].evidence[0]"]
+    assert "domain.faults[1].evidence[0]" not in problems

@@ -178,6 +178,9 @@ class Domain(DomainPart):
             elif is_debris(text):
                 yield DomainProblem(path=path, message=f"{text!r} is JSON or markdown syntax, not words of this "
                                     "world: write what this field means here")
+            elif slot := _SLOT.search(text):
+                yield DomainProblem(path=path, message=f"this text holds the slot {slot.group(0)!r}, a name left "
+                                    "unfilled: write the value it stands for in this world")
         echoed = _described_phrases(type(self))
         for path, text in texts:
             if is_prose(text) and (said := next((r for r in phrases(text) if r in echoed), None)):
@@ -196,6 +199,9 @@ class Domain(DomainPart):
                 seen.add(text)
 
 
+# A name in angle brackets is a slot a template left to fill: the Kubernetes prompt's 1.5B wrote evidence lines
+# 'ERROR {component} <pod-name> CPU usage 90% above limit' (placeholders this world has are in braces).
+_SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
