@@ -90,6 +90,9 @@ class DomainPart(BaseModel):
     `Domain` itself, it refuses unknown keys, is immutable once parsed and strips the whitespace around texts."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+    # Fields whose quoted example is the family's general form of such a text, in no world of its own (a diagnosis
+    # constraint note): a text that takes its words is no copy of another world (designer/copying.py).
+    FORMS: ClassVar[frozenset[str]] = frozenset()
 
 
 def name_field(default: str, what: str, example: str) -> Any:
@@ -129,8 +132,6 @@ class Domain(DomainPart):
     # of one name: the parts of one system depending on each other ('pump-1' .. 'pump-6', all of kind pump, made
     # a farm's irrigation system of six pumps needing each other; its wells, filters and valves were missing).
     VARIED_KEYS: ClassVar[frozenset[str]] = frozenset()
-    # A model (the domain or one of its parts) may also declare `FORMS`: fields whose quoted example is the
-    # family's general form of such a text, in no world of its own, so that a text taking its words is no copy.
 
     title: str = Field(min_length=3, max_length=80, description=(
         "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "

@@ -9,7 +9,6 @@ dependency health, runbook notes) and submits one diagnosis: the component, the 
 from __future__ import annotations
 
 import re
-from typing import ClassVar
 
 from pydantic import Field
 
@@ -60,7 +59,7 @@ class Constraint(DomainPart):
     # world's component is not a copy. Asked without it, with a skeleton of it, with two other worlds' notes or
     # for its parts one by one, the 1.5B wrote the fault's runbook advice, or the usual fix, in 15 of 16 tries
     # (the pumps, 2026-12-03); with it, it took the form (docs/designer.md, run 27).
-    FORMS: ClassVar[frozenset[str]] = frozenset({"note"})
+    FORMS = frozenset({"note"})
 
     note: str = Field(min_length=20, max_length=300, description=(
         "A runbook note on the faulty component that makes the usual fix wrong, and says what to do instead, "
@@ -200,10 +199,11 @@ class DiagnosisDomain(Domain):
             data[name] = [_with_component(line, level, names) for line in data.get(name, [])]
         # A dependency named twice is named once (the Kubernetes prompt's 1.5B: a replica set needing
         # `deployment-config` three times); what the list means is unchanged.
-        data["components"] = [{**c, "depends_on": list(dict.fromkeys(c["depends_on"]))}
-                              if isinstance(c, dict) and isinstance(c.get("depends_on"), list)
-                              and all(isinstance(d, str) for d in c["depends_on"]) else c
-                              for c in data.get("components", [])]
+        if isinstance(data.get("components"), list):
+            data["components"] = [{**c, "depends_on": list(dict.fromkeys(c["depends_on"]))}
+                                  if isinstance(c, dict) and isinstance(c.get("depends_on"), list)
+                                  and all(isinstance(d, str) for d in c["depends_on"]) else c
+                                  for c in data["components"]]
         data["symptom_lines"] = [_with_component(_with_dependency(line, names), "ERROR")
                                  for line in data.get("symptom_lines", [])]
         return data
