@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from openadapt.designer.pieces import constrained_schema, plan_pieces
+from openadapt.designer.pieces import constrained_schema, plan_pieces, replace_value
 from openadapt.designer.placeholders import _texts, family_rules, piece_schema, rule_for, text_pattern
 from openadapt.families import all_families, get_family
 from openadapt.families.domain import DomainError
@@ -110,3 +110,28 @@ def test_a_nested_record_and_a_list_item_piece_get_their_patterns():
     note = re.compile(schema["$defs"]["Constraint"]["properties"]["note"]["pattern"])
     assert note.fullmatch("runbook note: {component} feeds the only greenhouse line (flush_line).")
     assert not note.fullmatch("runbook note: {pump} feeds the only line (flush_line).")
+
+
+def test_a_map_keyed_by_references_is_asked_for_with_one_entry_for_each_key_that_exists():
+    """A negotiation persona's weights: the 1.5B wrote the description's `{unit_price: 6, delivery_days: 1, ...}`
+    for a packaging deal whose issues were price, delivery_terms and packaging_terms."""
+    family = get_family("negotiation")
+    example = family.load_example("freight_rate")
+    pieces = plan_pieces(family.domain, example)
+    ids = [issue.id for issue in example.issues][:3]
+    for piece in pieces:
+        if piece.keys:
+            piece.value = piece.model(items=[i.id for i in getattr(example, piece.field)][:3])
+    persona = next(p for p in pieces if p.path == "domain.personas[0]")
+    weights = piece_schema(constrained_schema(persona, pieces, family.domain), family, persona)["properties"]["weights"]
+    assert weights["required"] == ids and sorted(weights["properties"]) == sorted(ids)
+    assert weights["additionalProperties"] is False and weights["properties"][ids[0]]["type"] == "number"
+
+
+def test_a_rename_reaches_the_keys_of_a_map_but_never_a_field_name():
+    family = get_family("negotiation")
+    persona = family.load_example("freight_rate").personas[0]
+    old = next(iter(persona.weights))
+    renamed = type(persona).model_validate(replace_value(persona, old, "id"))
+    assert "id" in renamed.weights and old not in renamed.weights and renamed.id == persona.id
+    assert replace_value({"id": "id", "n": ["id", "x"]}, "id", "key") == {"key": "key", "n": ["key", "x"]}

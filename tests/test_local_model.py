@@ -311,8 +311,18 @@ def test_completion_parse_as_explains_failures():
         Completion(text='{"name": "le', finish_reason="length", usage=Usage(completion_tokens=7)).parse_as(Fault)
     with pytest.raises(ReplyError, match="not JSON"):
         Completion(text="leak", finish_reason="stop").parse_as(Fault)
-    with pytest.raises(ReplyError, match="severity"):
-        Completion(text='{"name": "leak", "severity": 9, "symptoms": ["x"]}', finish_reason="stop").parse_as(Fault)
+    with pytest.raises(ReplyError, match="symptoms"):
+        Completion(text='{"name": "leak", "severity": 2, "symptoms": []}', finish_reason="stop").parse_as(Fault)
+
+
+def test_a_number_past_its_fields_bound_is_set_to_the_bound_and_nothing_else_is_mended():
+    """Grammars bound integers but not decimals: a persona's insult margin of 0.5 (at most 0.4) lost the persona."""
+    high = Completion(text='{"name": "leak", "severity": 9, "symptoms": ["x"]}', finish_reason="stop")
+    assert high.parse_as(Fault).severity == 5
+    assert Completion(text='{"name": "leak", "severity": 0, "symptoms": ["x"]}',
+                      finish_reason="stop").parse_as(Fault).severity == 1
+    with pytest.raises(ReplyError, match="does not match Fault"):  # another error beside it: still unusable
+        Completion(text='{"name": "leak", "severity": 9, "symptoms": []}', finish_reason="stop").parse_as(Fault)
 
 
 def test_endpoint_client_sends_schemas_and_max_tokens(llm):

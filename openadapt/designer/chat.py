@@ -85,13 +85,41 @@ class Completion(BaseModel):
                              "tokens: raise max_tokens or ask for less")
         try:
             # strict=False: a raw tab or newline inside a string (some grammars let them through) is still text
-            return model.model_validate(_clean(json.loads(self.text, strict=False)))
+            data = _clean(json.loads(self.text, strict=False))
         except json.JSONDecodeError as exc:
             raise ReplyError(f"the reply is not JSON ({exc.msg} at char {exc.pos})") from None
+        try:
+            try:
+                return model.model_validate(data)
+            except ValidationError as exc:
+                clamped = _clamped(data, exc)
+                if clamped is None:
+                    raise
+                return model.model_validate(clamped)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(root)"
             raise ReplyError(f"the reply does not match {model.__name__}: {where}: {first['msg']}") from None
+
+
+_BOUNDS = {"less_than_equal": "le", "greater_than_equal": "ge"}
+
+
+def _clamped(data: object, exc: ValidationError) -> object | None:
+    """`data` with each number outside an inclusive bound of its field set to that bound, or None when any other
+    error is left. llama.cpp's grammars bound integers, not decimals: the 1.5B gave a negotiation persona an
+    `insult_margin` of 0.5 where the schema allows 0.1 to 0.4, and the whole persona was lost as unusable."""
+    errors = exc.errors()
+    if not all(e["type"] in _BOUNDS and isinstance(e.get("input"), int | float) for e in errors):
+        return None
+    data = json.loads(json.dumps(data))  # a copy to edit
+    for error in errors:
+        *parents, last = error["loc"]
+        holder = data
+        for step in parents:
+            holder = holder[step]
+        holder[last] = error["ctx"][_BOUNDS[error["type"]]]
+    return data
 
 
 class Sampling(BaseModel):

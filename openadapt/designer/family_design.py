@@ -303,8 +303,10 @@ class FamilyDomainDesigner(PieceRepairs):
                                                       schema=schema, turn=instruction.split("\n")[0],
                                                       recorded=short_fields if piece.index is not None else None)
             else:
+                apart = self._siblings(piece)
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),
-                                                key=piece.path, schema=schema, apart=self._siblings(piece))
+                                                key=piece.path, schema=schema, apart=apart,
+                                                recorded=short_fields if apart else None)
             if piece.keys and problems is None:
                 keys = piece.value.items
                 repeated = [k for i, k in enumerate(keys) if k.lower() in [x.lower() for x in keys[:i]]]
@@ -315,6 +317,10 @@ class FamilyDomainDesigner(PieceRepairs):
                     said += [f"{', '.join(copies)}: numbered copies of one name; name other parts"] if copies else []
                     self._write(piece, problems=said)
         except OutOfTime:
+            if piece.value is None and piece.field is not None and piece.index is None and not piece.keys and all(
+                    not f.is_required() for f in piece.model.model_fields.values()):
+                piece.value = piece.model()  # a record the schema defaults whole (the tool names): its defaults
+                return
             if piece.value is None:
                 if not self._unwritten:
                     self.progress("writing", self._attempt, f"{self.deadline} was reached: no more requests")

@@ -180,8 +180,9 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
                    else "") + ".")
     else:
         head = f"Write `{piece.field}` as JSON."
-    if problems and piece.aside and piece.index is not None and piece.value is not None and not any(
-            "worked example" in p for p in problems):  # aside, the model has not its answer in sight
+    # An item's answer is in nobody's sight: aside, or recorded in the conversation as its short fields only.
+    if problems and piece.index is not None and piece.value is not None and not any(
+            "worked example" in p for p in problems):
         head += f"\nAs you wrote it: {piece.value.model_dump_json()}"
     description = named_description(family.domain, piece.field, pieces) if piece.field else ""
     guide = f"\nFields:\n{piece.guide}" if piece.guide and (piece.aside or not problems) else ""
@@ -360,7 +361,11 @@ def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domai
             continue
         enum = {"type": "string", "enum": values} if values else None
         prop = props[field_name]
-        if prop.get("type") == "array":
+        if prop.get("type") == "object" and values:  # a map keyed by references: one entry for each key that exists
+            entry = prop.get("additionalProperties") if isinstance(prop.get("additionalProperties"), dict) else {}
+            props[field_name] = {"type": "object", "properties": {v: entry for v in values}, "required": values,
+                                 "additionalProperties": False}
+        elif prop.get("type") == "array":
             props[field_name] = {**prop, "items": enum} if enum else {**prop, "maxItems": 0}
         elif enum:
             props[field_name] = enum
@@ -368,13 +373,16 @@ def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domai
 
 
 def replace_value(data: Any, old: str, new: str) -> Any:
-    """`data` with every string equal to `old` replaced by `new` (a rename, never a substring edit)."""
+    """`data` (a piece's value, or plain data) with every string equal to `old` replaced by `new`: a value, or a
+    key of a map field (a rename, never a substring edit)."""
     if isinstance(data, str):
         return new if data == old else data
     if isinstance(data, list):
         return [replace_value(v, old, new) for v in data]
-    if isinstance(data, dict):
-        return {k: replace_value(v, old, new) for k, v in data.items()}
+    if isinstance(data, BaseModel):  # its fields by name (a field is never renamed), as a dict to validate
+        return {k: replace_value(getattr(data, k), old, new) for k in type(data).model_fields}
+    if isinstance(data, dict):  # a map (a persona's weights per issue id) renames its keys too
+        return {(new if k == old else k): replace_value(v, old, new) for k, v in data.items()}
     return data
 
 

@@ -41,11 +41,12 @@ class Session:
         return out
 
     def ask(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,
-            schema: dict[str, Any] | None = None, apart: frozenset[str] = frozenset()) -> BaseModel:
-        """One constrained request; with `key`, the answer is kept as that piece's latest turn. The turns of the
-        pieces in `apart` are left out of this request (not of later ones): the items of one list are each
-        written from the same point of the conversation, out of sight of each other, and the model's cache still
-        serves everything up to that point."""
+            schema: dict[str, Any] | None = None, apart: frozenset[str] = frozenset(),
+            recorded: Callable[[BaseModel], str] | None = None) -> BaseModel:
+        """One constrained request; with `key`, the answer is kept as that piece's latest turn (as `recorded`
+        gives it, default the reply). The turns of the pieces in `apart` are left out of this request (not of
+        later ones): the items of one list are each written from the same point of the conversation, out of
+        sight of each other, and the model's cache still serves everything up to that point."""
         self.deadline.check()
         self._compact_if_needed(len(instruction) + max_tokens * 4)
         messages = [*self._messages(apart), {"role": "user", "content": instruction}]
@@ -63,7 +64,7 @@ class Session:
             self.record(completion, key)
             value = completion.parse_as(model)
         if key is not None:
-            self.turns.append((key, instruction, completion.text.strip()))
+            self.turns.append((key, instruction, recorded(value) if recorded else completion.text.strip()))
         return value
 
     def ask_aside(self, instruction: str, model: type[BaseModel], max_tokens: int, key: str | None = None,

@@ -49,7 +49,7 @@ class KeyRepairs(RepairBase):
         item = [p for p in self._pieces if p.field == list_name and p.index == index]
         for piece in item if shared else self._pieces:
             if piece.value is not None and not piece.keys:
-                renamed = replace_value(piece.value.model_dump(), old, new)
+                renamed = replace_value(piece.value, old, new)
                 try:
                     piece.value = type(piece.value).model_validate(renamed)
                 except ValidationError:  # the new name breaks this piece's own bounds: it is written again

@@ -19,6 +19,7 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Reference,
     bad_placeholders,
     duplicate_values,
     duplicates,
@@ -47,6 +48,7 @@ class HiddenConstraint(DomainPart):
 
 
 class Issue(DomainPart):
+    FORMS = frozenset({"phrase"})  # 'delivery within {value} days' reads the same in any deal that has the term
     id: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "Identifier of one term under negotiation; it becomes a field of the agent's offer, e.g. 'unit_price', "
         "'delivery_days', 'payment_days', 'base_salary'. Not one of: move, question, message, metadata."))
@@ -112,6 +114,11 @@ class Messages(DomainPart):
     issues' phrases: 'a unit price of 12.40 EUR, delivery within 21 days and payment 60 days net'), {subject}
     (what is being negotiated), and the ones each field names."""
 
+    # Each field's example is the family's general form of such a reply, in no world of its own: any counterpart
+    # may say 'This is as far as I can go: {offer}.' (designer/copying.py does not count it as another world's).
+    FORMS = frozenset({"opening", "counter", "final", "accept", "confirm", "insulted", "walk_away", "anchors",
+                       "priorities", "no_constraints", "timeline"})
+
     opening: list[Line] = Field(min_length=2, max_length=6, description=(
         "Its first message, with its list terms; must contain {offer}; may use {subject}, e.g. 'Thank you for "
         "your enquiry about {subject}. We can offer {offer}.'"))
@@ -173,6 +180,7 @@ class Questions(DomainPart):
 
 class NegotiationDomain(Domain):
     KEYS = {"issues": "id", "personas": "id"}
+    REFERENCES = {"personas.weights": Reference("issues.id")}  # a weight for every issue, keyed by its id
     agent_role: str = Field(min_length=3, max_length=100, description=(
         "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
         "data engineer role'."))

@@ -99,6 +99,7 @@ class Scenario(DomainPart):
 
 
 class InboxItem(DomainPart):
+    FORMS = frozenset({"subject"})  # 'Fire drill on Thursday at 10:00' fits any organisation's inbox
     sender: str = Field(min_length=2, max_length=30, pattern=LOCAL_PART, description=(
         "Mailbox at the company's domain that sends it (the part before @), e.g. 'facilities', 'it-notices'."))
     subject: str = Field(min_length=8, max_length=120, description=(
@@ -134,6 +135,9 @@ class ActionNames(DomainPart):
 
 
 class PolicyTexts(DomainPart):
+    # The examples are the general form of such a policy in any line of work (designer/copying.py: not a copy).
+    FORMS = frozenset({"approval", "escalation", "deferral"})
+
     approval: str = Field(min_length=20, max_length=200, description=(
         "The sign-off policy, with {threshold} (the scenario's threshold_text filled in), e.g. 'work above "
         "{threshold} needs L2 sign-off (request_approval) before it is closed.'"))
@@ -175,6 +179,10 @@ class ChaosRates(DomainPart):
 
 class WorkflowDomain(Domain):
     KEYS = {"scenarios": "name"}
+    # Forms of any organisation's desk, in no world of their own: a follow-up 'Any update on {title}? ({tid})',
+    # phishing that asks for a login, a look-alike '{stem}-billing.{tld}'.
+    FORMS = frozenset({"lookalike_patterns", "title_template", "query_subjects", "executive_subject",
+                       "phishing_obvious", "phishing_subtle"})
     agent_role: str = Field(min_length=5, max_length=100, description=(
         "Who the agent is, e.g. 'the operations desk agent at Northwind', 'a service desk analyst'."))
     company: str = Field(min_length=2, max_length=40,
