@@ -816,3 +816,19 @@ def test_schema_errors_name_their_field():
     data["chaos"]["dropout"] = 0.9
     problems = _problems(data)
     assert {"domain.roles.senior_only[0]", "domain.scenarios[0].policy_prefix", "domain.chaos.dropout"} <= set(problems)
+
+
+def test_the_draft_tidy_drops_categories_a_scenario_cannot_escalate_or_defer_but_never_below_the_minimum():
+    # the helpdesk prompt's 1.5B deferred 'network_ops' (a skill's name) and 'software_upgrade' (an escalation)
+    family = get_family("workflow")
+    data = family.load_example("it_service_desk").model_dump(mode="json")
+    scenario = data["scenarios"][0]
+    handled = [c for skill in scenario["skills"] for c in skill["categories"]]
+    defer = list(scenario["defer_categories"])
+    scenario["defer_categories"] = [*defer, "network_ops", scenario["escalate_categories"][0], defer[0]]
+    tidied = family.domain.tidy(data)["scenarios"][0]
+    assert tidied["defer_categories"] == defer and set(tidied["defer_categories"]) <= set(handled)
+    family.parse_domain(family.domain.tidy(data))  # the draft parses again
+    short = copy.deepcopy(data)
+    short["scenarios"][0]["defer_categories"] = ["network_ops", defer[0]]  # dropping would leave one
+    assert family.domain.tidy(short)["scenarios"][0]["defer_categories"] == ["network_ops", defer[0]]

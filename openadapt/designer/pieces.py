@@ -73,8 +73,9 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
             for i in range(counts[name]):
                 pieces.append(Piece(f"domain.{name}[{i}]", item, name, i, aside=aside,
                                     guide=field_guide(item.model_fields) if i == 0 or aside else ""))
-        elif is_model(f.annotation):
-            pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=field_guide(f.annotation.model_fields)))
+        elif is_model(f.annotation):  # a record of lines of prose (a counterpart's replies) is written aside too
+            pieces.append(Piece(f"domain.{name}", f.annotation, name, guide=field_guide(f.annotation.model_fields),
+                                aside=_has_prose_lines(f.annotation, [getattr(example, name)])))
         else:  # a list of plain values (lines of text): one piece holding the whole list
             lines = getattr(example, name)
             prose = sum(isinstance(v, str) and is_prose(v) for v in lines) * 2 >= len(lines) > 0
@@ -88,11 +89,17 @@ def _has_prose_lines(item: type[BaseModel], examples: list[BaseModel]) -> bool:
     irrigation pump's faults the Kubernetes example's log lines ('container restarted after exit code 137') in
     every round of runs 7 and 9, reworded or not; the field descriptions carry their own examples of the shape."""
     for name, info in item.model_fields.items():
-        if typing.get_origin(info.annotation) is list and typing.get_args(info.annotation)[:1] == (str,):
+        if typing.get_origin(info.annotation) is list and _is_str(next(iter(typing.get_args(info.annotation)), None)):
             lines = [v for example in examples for v in getattr(example, name)]
             if lines and sum(is_prose(v) for v in lines) * 2 >= len(lines):
                 return True
     return False
+
+
+def _is_str(annotation: Any) -> bool:
+    """`str`, or a bounded one (`Annotated[str, StringConstraints(...)]`: a negotiation's lines)."""
+    return annotation is str or (typing.get_origin(annotation) is typing.Annotated
+                                 and typing.get_args(annotation)[0] is str)
 
 
 def _keys_model(name: str, item: type[BaseModel], key: str, count: int) -> type[BaseModel]:

@@ -261,6 +261,35 @@ class WorkflowDomain(Domain):
         return {self.roles.junior: everything - {names[r] for r in self.roles.senior_only},
                 self.roles.senior: everything}
 
+    # ---- drafts ------------------------------------------------------------------------------------------
+    @classmethod
+    def tidy(cls, data: dict) -> dict:
+        """A scenario's escalation and deferral lists keep only categories its skills handle, each once, and a
+        deferral that is also escalated is dropped, as long as the list keeps its minimum (never a category
+        added): the helpdesk prompt's 1.5B deferred 'network_ops', a skill's name, and 'software_upgrade', one of
+        its escalations, and the scenario rewritten whole kept them."""
+        data = dict(data)
+        if not isinstance(data.get("scenarios"), list):
+            return data
+        scenarios = []
+        for scenario in data["scenarios"]:
+            if isinstance(scenario, dict):
+                scenario = dict(scenario)
+                handled = {c for skill in scenario.get("skills") or [] if isinstance(skill, dict)
+                           for c in skill.get("categories") or [] if isinstance(c, str)}
+                for name, least, taken in (("escalate_categories", MIN_ESCALATE, ()),
+                                           ("defer_categories", MIN_DEFER, "escalate_categories")):
+                    pool = scenario.get(name)
+                    if not isinstance(pool, list):
+                        continue
+                    barred = set(scenario.get(taken) or []) if taken else set()
+                    kept = [c for c in dict.fromkeys(pool) if c in handled and c not in barred]
+                    if len(kept) >= least:
+                        scenario[name] = kept
+            scenarios.append(scenario)
+        data["scenarios"] = scenarios
+        return data
+
     # ---- semantic checks -----------------------------------------------------------------------------
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
