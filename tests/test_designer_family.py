@@ -1447,3 +1447,29 @@ def test_a_line_that_is_its_fields_own_example_is_asked_for_again_aside_without_
               r["messages"][-1]["content"]]
     assert len(ask) == 2 and "defrost" not in ask[1]["content"]  # aside, and never shown the example again
     assert "the example in this field's description" in ask[1]["content"]
+
+
+def test_a_list_of_lines_in_a_record_left_short_is_completed_line_by_line(llm):
+    # the packaging supplier's `messages.anchors`: one line each time the whole record was written again
+    task = "Train an agent to negotiate road freight contract rates with a haulier"  # shown the supplier example
+    world = get_family("negotiation").load_example("freight_rate").model_dump(mode="json")
+    world["issues"] = world["issues"][:3]  # as many as the designer asks for (the shown example's count)
+    for persona in world["personas"]:  # (the trimmed world leaves problems of its own, beside the point here)
+        persona["weights"] = {i["id"]: persona["weights"][i["id"]] for i in world["issues"]}
+    first = world["messages"]["anchors"][0]
+    new = "Most of our accounts sign at {value} without a second thought."
+
+    class Anchors(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneLine" and "Write one more line for `anchors` of `domain.messages`" in text:
+                return {"line": new}
+            return super().answer(text, title)
+
+    model = Anchors(world, fits={"negotiation": 9},
+                    break_once={"domain.messages": {**world["messages"], "anchors": [first, first]}})
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "deal", task, kind="openai-compatible")
+    candidate = designer.design()
+    assert not any("messages.anchors" in p for p in candidate.problems)
+    assert next(p for p in designer._pieces if p.path == "domain.messages").value.anchors == [first, new]
+    assert not any(a.startswith("Your `domain.messages`") for a in model.asked)  # the record was kept

@@ -21,13 +21,21 @@ class LineRepairs(RepairBase):
         completed one new line at a time, each different from those it has: asking for the whole list again
         gets the same repeats back. So is a list of lines inside an item (`faults[1].evidence`, one line short
         once its repeat was dropped: run 20 rewrote the whole fault for it, and got the repeat back), asked for
-        aside with the item's identity and different from the lines of every item."""
+        aside with the item's identity and different from the lines of every item; and a list of lines of a record
+        of the domain (`messages.anchors`: the packaging supplier's whole replies record was written again for it
+        four rounds running, one anchor line each time)."""
         wanted = re.search(r"at least (\d+) items", problem.message)
         nested = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
+        record = re.match(r"^(domain\.\w+)\.(\w+)$", problem.path)  # a list of a record (messages.anchors)
+        record = record if record and any(p.path == record.group(1) and p.index is None and not p.keys
+                                          for p in self._pieces) else None
         if nested:
             piece = next((p for p in self._pieces if p.field == nested.group(1) and p.index == int(nested.group(2))
                           and not p.keys and p.value is not None), None)
             at = nested.group(3)
+        elif record:
+            piece = next((p for p in self._pieces if p.path == record.group(1) and p.value is not None), None)
+            at = record.group(2)
         else:
             piece = next((p for p in self._pieces if p.path == problem.path and p.index is None and not p.keys),
                          None)
@@ -37,18 +45,19 @@ class LineRepairs(RepairBase):
             return False
         # Distinct as the draft has them, tidied: two lines that tidy to one count once.
         lines, tidied, draft = [], set(), self._draft()
-        where = (piece.field, piece.index, at) if nested else (piece.field, None, None)
+        # no family tidies a record's lines
+        where = (piece.field, piece.index, at) if nested else None if record else (piece.field, None, None)
         for item in items:
-            if not is_debris(item) and (form := self._tidied(draft, *where, item)) not in tidied:
+            if not is_debris(item) and (form := self._tidied(draft, *where, item) if where else item) not in tidied:
                 lines.append(item)
                 tidied.add(form)
         info = piece.model.model_fields[at]
-        if nested:  # as many as the domain needs; told apart from every item's lines, and from this item
+        if nested or record:  # as many as the domain needs; told apart from every item's lines
             need = enough = int(wanted.group(1))
             guide = info.description or ""
             others = [line for p in self._pieces if p.field == piece.field and p.index is not None and p is not piece
-                      and p.value is not None for line in getattr(p.value, at, [])]
-            whose = f"`{at}` of `{piece.path}` ({identity(piece)})"
+                      and p.value is not None for line in getattr(p.value, at, [])] if nested else []
+            whose = f"`{at}` of `{piece.path}`" + (f" ({identity(piece)})" if nested else "")
         else:  # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
             need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
             enough = int(wanted.group(1))
@@ -64,7 +73,7 @@ class LineRepairs(RepairBase):
                 break
             # as the model writes them: with the names its description shows, where the lines have placeholders
             shown = [spelled(self._family.domain, piece.field, self._pieces, line) for line in lines] + others
-            world = self._world_so_far() if nested else ""
+            world = self._world_so_far() if nested or record else ""
             try:
                 # after a repeat, the description without its example: run 15's 1.5B wrote the example back six
                 # times ('ERROR pump-1 request to pump-2 timed out', already the first line)
@@ -77,7 +86,8 @@ class LineRepairs(RepairBase):
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{problem.path}: unusable reply ({str(exc)[:80]})")
                 return False
-            if (line and (form := self._tidied(draft, *where, line)) not in tidied and not is_debris(line)
+            if (line and (form := self._tidied(draft, *where, line) if where else line) not in tidied
+                    and not is_debris(line)
                     and line not in others):
                 lines.append(line)
                 tidied.add(form)
@@ -90,7 +100,7 @@ class LineRepairs(RepairBase):
                           f"{enough} it needs (last answer: {repeated.strip()[:120] or 'none'})")
             return False
         try:
-            if nested:
+            if nested or record:
                 piece.value = piece.model.model_validate({**piece.value.model_dump(), at: lines})
             else:  # the piece asked the model for `need`; it now holds as many as it has (the domain judges them)
                 model = resized(piece.model, len(lines))
