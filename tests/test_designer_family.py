@@ -1473,3 +1473,23 @@ def test_a_list_of_lines_in_a_record_left_short_is_completed_line_by_line(llm):
     assert not any("messages.anchors" in p for p in candidate.problems)
     assert next(p for p in designer._pieces if p.path == "domain.messages").value.anchors == [first, new]
     assert not any(a.startswith("Your `domain.messages`") for a in model.asked)  # the record was kept
+
+
+def test_a_reply_written_aside_cut_off_at_the_token_limit_is_asked_again_with_room(llm, world):
+    # an assessment criterion written aside was cut at 1,297 tokens and lost as unusable
+    model = ScriptedModel(world)
+    cut = {"n": 0}
+
+    def respond(body: dict) -> Scripted:
+        text = body["messages"][-1]["content"]
+        if text.startswith("The task:") and "Write `faults` item 1 of" in text and cut["n"] == 0:
+            cut["n"] += 1
+            return Scripted('{"id": "oom_killed", "evidence": ["WARN', finish_reason="length")
+        return model(body)
+
+    llm.responder = respond
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible")
+    assert designer.design().usable
+    asks = [r for r in llm.requests if "Write `faults` item 1 of" in r["messages"][-1]["content"]]
+    assert len(asks) == 2 and len(asks[1]["messages"]) == 2  # aside both times
+    assert asks[1]["max_tokens"] == 2 * asks[0]["max_tokens"]

@@ -504,3 +504,14 @@ def test_the_sandbox_validator_passes_an_example(tmp_path, validator):
     report = validator.validate(write_example_package("negotiation", "supplier_email", tmp_path))
     failing = [c.check_id for c in report.checks if c.status.value not in ("pass", "skip")]
     assert report.verdict.value == "pass", (failing, report.designer_feedback())
+
+
+def test_the_draft_tidy_gives_a_coarse_grid_a_round_step_and_moves_a_limit_off_the_ranges_end():
+    # the packaging supplier's 1.5B: delivery days 1..10 in steps of 1, its limit [5, 10]
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    issue = {"id": "delivery_days", "low": 1, "high": 10, "step": 1, "limit": [5, 10]}
+    (tidied,) = NegotiationDomain.tidy({"issues": [issue]})["issues"]
+    assert tidied["step"] == 0.2 and tidied["limit"] == [5, 9.8] and issue["step"] == 1  # the draft is not edited
+    fine = {"id": "unit_price", "low": 9.8, "high": 15.6, "step": 0.05, "limit": [13.2, 14.0]}
+    assert NegotiationDomain.tidy({"issues": [fine]})["issues"] == [fine]  # a sound issue stays as written

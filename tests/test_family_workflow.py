@@ -832,3 +832,16 @@ def test_the_draft_tidy_drops_categories_a_scenario_cannot_escalate_or_defer_but
     short = copy.deepcopy(data)
     short["scenarios"][0]["defer_categories"] = ["network_ops", defer[0]]  # dropping would leave one
     assert family.domain.tidy(short)["scenarios"][0]["defer_categories"] == ["network_ops", defer[0]]
+
+
+def test_the_draft_tidy_drops_a_skill_written_twice_and_a_category_handled_twice():
+    # the helpdesk run wrote its first skill again as its fifth, with all six of its categories
+    family = get_family("workflow")
+    data = family.load_example("it_service_desk").model_dump(mode="json")
+    skills = data["scenarios"][0]["skills"]
+    original = copy.deepcopy(skills)
+    skills.append(copy.deepcopy(skills[0]))  # the same skill again
+    skills[1]["categories"].append(skills[0]["categories"][0])  # one category handled twice
+    tidied = family.domain.tidy(data)["scenarios"][0]["skills"]
+    assert tidied == original
+    family.parse_domain(family.domain.tidy(data))

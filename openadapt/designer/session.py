@@ -87,6 +87,11 @@ class Session:
         completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens,
                                            **hotter)
         self.record(completion, key, aside=True)
+        if completion.truncated:  # out of room, like `ask`: once more with twice the room (an assessment's
+            self.deadline.check()  # criterion written aside was cut at 1,297 tokens)
+            completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens * 2,
+                                               **hotter)
+            self.record(completion, key, aside=True)
         value = completion.parse_as(model)
         if key is not None:
             answer = recorded(value) if recorded is not None else completion.text.strip()

@@ -206,6 +206,19 @@ class NegotiationDomain(Domain):
     moves: MoveNames = Field(default_factory=MoveNames)
     questions: Questions = Field(default_factory=Questions)
 
+    # ---- drafts ------------------------------------------------------------------------------------------
+    @classmethod
+    def tidy(cls, data: dict) -> dict:
+        """An issue whose grid is too coarse for bargaining gets the coarsest round step (1, 2 or 5 times a power
+        of ten) that puts at least 20 whole steps between its low and high, and a walk-away limit touching an
+        end of its range is moved one step inside: the packaging supplier's 1.5B wrote delivery days 1..10 in
+        steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written."""
+        data = dict(data)
+        if not isinstance(data.get("issues"), list):
+            return data
+        data["issues"] = [_tidy_issue(i) if isinstance(i, dict) else i for i in data["issues"]]
+        return data
+
     # ---- semantic checks ---------------------------------------------------------------------------------
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
@@ -353,3 +366,26 @@ def agent_value(issue: Issue, x: float) -> float:
     """Where `x` sits between the counterpart's best end (0) and the agent's best end (1) of the issue's range."""
     span = issue.high - issue.low
     return (issue.high - x) / span if issue.agent_prefers == "low" else (x - issue.low) / span
+
+
+def _tidy_issue(issue: dict) -> dict:
+    low, high, step, limit = (issue.get(k) for k in ("low", "high", "step", "limit"))
+    if not all(isinstance(v, int | float) for v in (low, high, step)) or not low < high or step <= 0:
+        return issue
+    issue = dict(issue)
+    if (high - low) / step < MIN_GRID_POINTS:
+        for exponent in range(6, -5, -1):
+            fine = next((m * 10.0 ** exponent for m in (5, 2, 1) if _whole((high - low) / (m * 10.0 ** exponent))
+                         and (high - low) / (m * 10.0 ** exponent) >= MIN_GRID_POINTS), None)
+            if fine is not None:
+                issue["step"] = step = round(fine, 6)
+                break
+    if isinstance(limit, list | tuple) and len(limit) == 2 and all(isinstance(v, int | float) for v in limit):
+        lo, hi = max(limit[0], low + step), min(limit[1], high - step)
+        if lo <= hi:
+            issue["limit"] = [round(lo, 6), round(hi, 6)]
+    return issue
+
+
+def _whole(x: float) -> bool:
+    return abs(x - round(x)) <= 1e-6 * max(1.0, x)

@@ -264,10 +264,12 @@ class WorkflowDomain(Domain):
     # ---- drafts ------------------------------------------------------------------------------------------
     @classmethod
     def tidy(cls, data: dict) -> dict:
-        """A scenario's escalation and deferral lists keep only categories its skills handle, each once, and a
-        deferral that is also escalated is dropped, as long as the list keeps its minimum (never a category
-        added): the helpdesk prompt's 1.5B deferred 'network_ops', a skill's name, and 'software_upgrade', one of
-        its escalations, and the scenario rewritten whole kept them."""
+        """A scenario's skill named like an earlier one, or a category an earlier skill already handles, is
+        dropped where the scenario keeps its two skills and each skill a category (the helpdesk run wrote its
+        first skill again as its fifth, six categories and all). Its escalation and deferral lists keep only
+        categories its skills handle, each once, and a deferral that is also escalated is dropped, as long as the
+        list keeps its minimum (never a category added): the helpdesk prompt's 1.5B deferred 'network_ops', a
+        skill's name, and 'software_upgrade', one of its escalations, and the scenario rewritten whole kept them."""
         data = dict(data)
         if not isinstance(data.get("scenarios"), list):
             return data
@@ -275,6 +277,8 @@ class WorkflowDomain(Domain):
         for scenario in data["scenarios"]:
             if isinstance(scenario, dict):
                 scenario = dict(scenario)
+                if isinstance(scenario.get("skills"), list):
+                    scenario["skills"] = _distinct_skills(scenario["skills"])
                 handled = {c for skill in scenario.get("skills") or [] if isinstance(skill, dict)
                            for c in skill.get("categories") or [] if isinstance(c, str)}
                 for name, least, taken in (("escalate_categories", MIN_ESCALATE, ()),
@@ -442,3 +446,19 @@ def _name_problems(values: list[str], path: str, pattern: str) -> list[DomainPro
     p = [DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is not a valid name here (pattern {pattern})")
          for i, value in enumerate(values) if not re.match(pattern, value)]
     return p + duplicate_values(values, path)
+
+
+def _distinct_skills(skills: list) -> list:
+    """Skills without a repeated name and without a category an earlier skill handles, where at least two skills,
+    each with a category, are left (a draft's tidy: only what it wrote, less its repeats)."""
+    kept, names, handled = [], set(), set()
+    for skill in skills:
+        if not isinstance(skill, dict) or not isinstance(skill.get("categories"), list):
+            return skills
+        own = [c for c in dict.fromkeys(skill["categories"]) if c not in handled]
+        if skill.get("name") in names or not own:
+            continue
+        kept.append({**skill, "categories": own})
+        names.add(skill.get("name"))
+        handled.update(own)
+    return kept if len(kept) >= 2 else skills
