@@ -187,8 +187,8 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
                    else "") + ".")
     else:
         head = f"Write `{piece.field}` as JSON."
-    # An item's answer is in nobody's sight: aside, or recorded in the conversation as its short fields only.
-    if problems and piece.index is not None and piece.value is not None and not any(
+    # An item's answer or a record's written aside is in nobody's sight: recorded as its short fields, or aside.
+    if problems and (piece.index is not None or piece.aside) and piece.value is not None and not any(
             "worked example" in p for p in problems):
         head += f"\nAs you wrote it: {piece.value.model_dump_json()}"
     description = named_description(family.domain, piece.field, pieces) if piece.field else ""
