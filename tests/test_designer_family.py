@@ -588,7 +588,12 @@ def test_a_negotiation_reply_in_its_fields_general_form_is_no_copy_but_a_deal_fr
     data["messages"]["counter"][0] = "We cannot quite meet that. What we can do is {offer}."
     data["messages"]["final"][0] = "This is as far as I can go: {offer}."
     data["subjects"][0] = "an order of 5,000 DC-DC converter modules (part VX-240) for the Q3 inverter build"
-    assert [p.path for p in described_texts(data, family.domain)] == ["domain.subjects[0]"]
+    data["messages"]["walk_away"][0] = "I don't think we will get there this time."  # a form, apostrophe and all
+    # an apostrophe inside a word does not end the description's quoted example (the supplier's three personas
+    # all took this one, unflagged)
+    data["personas"][1]["style_tells"][0] = "We don't really do discounts on list prices."
+    assert [p.path for p in described_texts(data, family.domain)] == ["domain.subjects[0]",
+                                                                        "domain.personas[1].style_tells[0]"]
 
 
 def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():

@@ -515,3 +515,22 @@ def test_the_draft_tidy_gives_a_coarse_grid_a_round_step_and_moves_a_limit_off_t
     assert tidied["step"] == 0.2 and tidied["limit"] == [5, 9.8] and issue["step"] == 1  # the draft is not edited
     fine = {"id": "unit_price", "low": 9.8, "high": 15.6, "step": 0.05, "limit": [13.2, 14.0]}
     assert NegotiationDomain.tidy({"issues": [fine]})["issues"] == [fine]  # a sound issue stays as written
+
+
+def test_the_draft_tidy_lowers_a_reservation_that_leaves_no_room_for_a_deal_keeping_its_width():
+    # all three of the packaging supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    family = get_family("negotiation")
+    data = family.load_example("freight_rate").model_dump(mode="json")
+    data["personas"][0]["reservation"] = [0.7, 0.8]
+    problems = [p.path for p in NegotiationDomain.model_validate(data).family_problems()]
+    assert "domain.personas[0].reservation" in problems
+    tidied = NegotiationDomain.tidy(data)
+    lo, hi = tidied["personas"][0]["reservation"]
+    assert hi < 0.8 and round(hi - lo, 2) == 0.1 and data["personas"][0]["reservation"] == [0.7, 0.8]
+    domain = NegotiationDomain.model_validate(tidied)
+    assert not [p for p in domain.family_problems() if p.path.startswith("domain.personas[0]")]
+    room = domain.counterpart_utility_at_strictest_limits(domain.personas[0]) - hi
+    assert 0.1 < room <= 0.12  # moved just clear of the margin, not further
+    assert tidied["personas"][1:] == data["personas"][1:]  # sound personas stay as written

@@ -10,6 +10,7 @@ Everything the agent reads (names, units, phrases, replies, tells) comes from th
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
@@ -212,11 +213,16 @@ class NegotiationDomain(Domain):
         """An issue whose grid is too coarse for bargaining gets the coarsest round step (1, 2 or 5 times a power
         of ten) that puts at least 20 whole steps between its low and high, and a walk-away limit touching an
         end of its range is moved one step inside: the packaging supplier's 1.5B wrote delivery days 1..10 in
-        steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written."""
+        steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written.
+        A persona's reservation range that leaves no room for a deal at the agent's strictest limits is moved down
+        until it does, its width kept (never below 0.05): the 1.5B cannot work utilities out, and all three of
+        the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40."""
         data = dict(data)
         if not isinstance(data.get("issues"), list):
             return data
         data["issues"] = [_tidy_issue(i) if isinstance(i, dict) else i for i in data["issues"]]
+        if isinstance(data.get("personas"), list):
+            data["personas"] = [_fit_reservation(p, data["issues"]) for p in data["personas"]]
         return data
 
     # ---- semantic checks ---------------------------------------------------------------------------------
@@ -385,6 +391,29 @@ def _tidy_issue(issue: dict) -> dict:
         if lo <= hi:
             issue["limit"] = [round(lo, 6), round(hi, 6)]
     return issue
+
+
+def _fit_reservation(persona: object, issues: list) -> object:
+    """The persona with its reservation range below the utility the agent's strictest limits leave it, by the
+    margin the check asks for; as it was where anything it depends on is not yet well-formed."""
+    if not isinstance(persona, dict):
+        return persona
+    try:
+        weights, (lo, hi) = persona["weights"], persona["reservation"]
+        total = sum(weights[i["id"]] for i in issues)
+        if set(weights) != {i["id"] for i in issues} or total <= 0 or not 0 <= lo <= hi:
+            return persona
+        utility = 0.0
+        for i in issues:  # what `counterpart_utility_at_strictest_limits` computes, on the draft's numbers
+            low, high, (least, most) = float(i["low"]), float(i["high"]), i["limit"]
+            theirs = (least - low) if i["agent_prefers"] == "low" else (high - most)
+            utility += weights[i["id"]] / total * theirs / (high - low)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return persona
+    top = math.floor((utility - ZOPA_MARGIN) * 100 - 1) / 100  # a hundredth clear of the margin
+    if utility - hi >= ZOPA_MARGIN or top < 0.05:
+        return persona
+    return {**persona, "reservation": [max(0.05, round(top - (hi - lo), 2)), top]}
 
 
 def _whole(x: float) -> bool:
