@@ -845,3 +845,19 @@ def test_the_draft_tidy_drops_a_skill_written_twice_and_a_category_handled_twice
     tidied = family.domain.tidy(data)["scenarios"][0]["skills"]
     assert tidied == original
     family.parse_domain(family.domain.tidy(data))
+
+
+def test_the_draft_tidy_gives_a_repeated_policy_prefix_one_made_from_the_scenarios_name():
+    # the helpdesk run's three scenarios all wrote 'IT'
+    family = get_family("workflow")
+    data = family.load_example("it_service_desk").model_dump(mode="json")
+    first = data["scenarios"][0]["policy_prefix"]
+    for scenario in data["scenarios"]:
+        scenario["policy_prefix"] = first
+    tidied = family.domain.tidy(data)["scenarios"]
+    prefixes = [s["policy_prefix"] for s in tidied]
+    assert prefixes[0] == first and len(set(prefixes)) == len(prefixes)
+    assert all(p[:2] in s["name"].upper().replace("_", "") or p[0] == s["name"][0].upper()
+               for p, s in zip(prefixes[1:], tidied[1:], strict=True))
+    family.parse_domain(family.domain.tidy(data))  # no prefix problem left
+    assert data["scenarios"][1]["policy_prefix"] == first  # the draft itself is not edited

@@ -269,7 +269,9 @@ class WorkflowDomain(Domain):
         first skill again as its fifth, six categories and all). Its escalation and deferral lists keep only
         categories its skills handle, each once, and a deferral that is also escalated is dropped, as long as the
         list keeps its minimum (never a category added): the helpdesk prompt's 1.5B deferred 'network_ops', a
-        skill's name, and 'software_upgrade', one of its escalations, and the scenario rewritten whole kept them."""
+        skill's name, and 'software_upgrade', one of its escalations, and the scenario rewritten whole kept them.
+        A policy prefix an earlier scenario has is replaced by one made from the scenario's own name (the first
+        letters of its first word, else its words' initials): the helpdesk's three scenarios all wrote 'IT'."""
         data = dict(data)
         if not isinstance(data.get("scenarios"), list):
             return data
@@ -291,7 +293,7 @@ class WorkflowDomain(Domain):
                     if len(kept) >= least:
                         scenario[name] = kept
             scenarios.append(scenario)
-        data["scenarios"] = scenarios
+        data["scenarios"] = _distinct_prefixes(scenarios)
         return data
 
     # ---- semantic checks -----------------------------------------------------------------------------
@@ -446,6 +448,26 @@ def _name_problems(values: list[str], path: str, pattern: str) -> list[DomainPro
     p = [DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is not a valid name here (pattern {pattern})")
          for i, value in enumerate(values) if not re.match(pattern, value)]
     return p + duplicate_values(values, path)
+
+
+def _distinct_prefixes(scenarios: list) -> list:
+    """Scenarios whose policy prefixes are unique: a repeated one is made from the scenario's name ('network_ops'
+    -> 'NET', else 'NO', 'NETW'...), left as written where the name gives none that is free."""
+    used = {s.get("policy_prefix") for s in scenarios if isinstance(s, dict)}
+    seen: set = set()
+    out = []
+    for scenario in scenarios:
+        prefix = scenario.get("policy_prefix") if isinstance(scenario, dict) else None
+        if prefix is not None and prefix in seen and isinstance(scenario.get("name"), str):
+            words = [w for w in re.findall(r"[a-z]+", scenario["name"].lower()) if w]
+            options = [words[0][:3], "".join(w[0] for w in words), words[0][:4], words[0][:5]] if words else []
+            fresh = next((o.upper() for o in options if 2 <= len(o) <= 5 and o.upper() not in used), None)
+            if fresh is not None:
+                scenario = {**scenario, "policy_prefix": fresh}
+                used.add(fresh)
+        seen.add(scenario.get("policy_prefix") if isinstance(scenario, dict) else None)
+        out.append(scenario)
+    return out
 
 
 def _distinct_skills(skills: list) -> list:
