@@ -393,6 +393,24 @@ def test_saved_contexts_keep_the_conversation_through_a_run_of_requests_aside():
     assert [s.n_tokens for s in saved.states].count(len(conversation)) == 0
 
 
+def test_a_new_designs_conversation_is_kept_beside_the_longer_states_of_the_design_before():
+    """The helpdesk prompt, after the lab reports' design in one benchmark process: its 3,920-token conversation
+    was saved beside two longer states of the lab's and dropped at once, so its next request re-evaluated it."""
+    from openadapt.designer.local.contexts import SavedContexts
+
+    saved, llama = SavedContexts(), _FakeContext()
+    system = list(range(300))
+    for design in range(2):  # the design before: two long contexts left saved
+        llama.evaluate(saved, system + [50_000 + 10_000 * design + i for i in range(5_000)])
+    task = list(range(90_000, 90_120))  # what this design's conversation and its pieces aside begin with
+    conversation = system + task + list(range(10_000, 13_600))  # shorter than either
+    llama.evaluate(saved, conversation)
+    llama.evaluate(saved, system + task + list(range(20_000, 20_700)))  # one piece aside
+    assert len(conversation) in [s.n_tokens for s in saved.states]
+    llama.evaluate(saved, conversation + [1, 2, 3])  # the conversation resumes
+    assert llama.loads == 1 and llama.n_tokens == len(conversation) + 3
+
+
 # -------------------------------------------------------------------------------------------- the real 0.5B model
 
 REAL = "qwen2.5-coder-0.5b"

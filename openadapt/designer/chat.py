@@ -72,6 +72,7 @@ class Completion(BaseModel):
     prompt_tokens_per_s: float | None = None  # prompt evaluation speed, where the backend measures it
     prompt_s: float | None = None  # seconds spent evaluating the prompt (local only)
     cached_prompt_tokens: int = 0  # prompt tokens reused from the previous call's KV cache (local only)
+    restored_tokens: int = 0  # of those, how many came from a saved context loaded back (local only)
     constrained: bool = False  # the reply was generated under a JSON-schema constraint
 
     @property

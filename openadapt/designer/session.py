@@ -123,6 +123,8 @@ class Session:
         if completion.prompt_s is not None:  # the local model: what the prompt cost, and how much was cached
             record |= {"prompt_tokens": completion.usage.prompt_tokens, "cached": completion.cached_prompt_tokens,
                        "prompt_s": completion.prompt_s}
+            if completion.restored_tokens:
+                record["restored"] = completion.restored_tokens  # a saved context loaded back
         if completion.truncated:  # where a reply that ran out of room was going (provenance keeps it)
             record["tail"] = completion.text[-160:]
         self.completions.append(record)

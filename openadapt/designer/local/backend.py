@@ -242,7 +242,7 @@ class LocalLLM:
         with self._loaded.lock:
             llama_cpp.llama_perf_context_reset(llama.ctx)
             started = time.monotonic()
-            self._loaded.saved.before(llama, chat_tokens(llama, messages))
+            restored = self._loaded.saved.before(llama, chat_tokens(llama, messages))
             llama.grammar_check_first = s.grammar_check_first
             try:
                 temperature = s.temperature if temperature is None else temperature
@@ -275,6 +275,7 @@ class LocalLLM:
             tokens_per_s=round(completion_tokens / gen_s, 2) if gen_s > 0 and completion_tokens else None,
             prompt_tokens_per_s=round(evaluated / prompt_s, 2) if prompt_s > 0 else None,
             prompt_s=round(prompt_s, 3), cached_prompt_tokens=max(0, prompt_tokens - evaluated),
+            restored_tokens=restored,
         )
 
 
