@@ -17,9 +17,10 @@ from openadapt.designer.copying import ENTITY_NAME, copied_from_example
 from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
-from openadapt.designer.pieces import drop_repeated_prose, plan_pieces
+from openadapt.designer.pieces import drop_repeated_prose, plan_pieces, thin_repeats
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
+from openadapt.families.domain import DomainError, iter_texts
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
 KEY = "sk-test-FAMILY-8e21"
@@ -1498,3 +1499,26 @@ def test_a_reply_written_aside_cut_off_at_the_token_limit_is_asked_again_with_ro
     asks = [r for r in llm.requests if "Write `faults` item 1 of" in r["messages"][-1]["content"]]
     assert len(asks) == 2 and len(asks[1]["messages"]) == 2  # aside both times
     assert asks[1]["max_tokens"] == 2 * asks[0]["max_tokens"]
+
+
+def test_a_sentence_written_three_times_is_dropped_from_lists_that_keep_their_minimum_without_it():
+    # the supplier's 1.5B: 'This is as far as I can go: {offer}.' as an opening, a counter and a final (the
+    # counter at its minimum of two), and one style tell beside each persona's own
+    family = get_family("negotiation")
+    data = family.load_example("freight_rate").model_dump(mode="json")
+    line, tell = "This is as far as I can go: {offer}.", "We don't really do discounts on list prices."
+    messages = data["messages"]
+    messages["opening"].append(line)
+    messages["counter"] = [messages["counter"][0], line]
+    messages["final"].append(line)
+    for persona in data["personas"]:
+        persona["style_tells"] = [persona["style_tells"][0], tell]
+    with pytest.raises(DomainError, match="the same text appears"):
+        family.parse_domain(data)
+    thinned = thin_repeats(data, family.domain)
+    texts = [t for _, t in iter_texts(thinned)]
+    assert texts.count(line) == 2 and texts.count(tell) == 2
+    assert line in thinned["messages"]["counter"]  # at its minimum: kept
+    assert [p["style_tells"] for p in thinned["personas"][2:]] == [p["style_tells"][:1] for p in data["personas"][2:]]
+    assert messages["opening"][-1] == line  # the caller's draft is left as it was
+    family.parse_domain(thinned)

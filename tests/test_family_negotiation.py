@@ -515,6 +515,8 @@ def test_the_draft_tidy_gives_a_coarse_grid_a_round_step_and_moves_a_limit_off_t
     assert tidied["step"] == 0.2 and tidied["limit"] == [5, 9.8] and issue["step"] == 1  # the draft is not edited
     fine = {"id": "unit_price", "low": 9.8, "high": 15.6, "step": 0.05, "limit": [13.2, 14.0]}
     assert NegotiationDomain.tidy({"issues": [fine]})["issues"] == [fine]  # a sound issue stays as written
+    point = {"id": "packaging_quality", "low": 0.8, "high": 1.0, "step": 0.05, "limit": [1.0, 1.0]}
+    assert NegotiationDomain.tidy({"issues": [point]})["issues"][0]["limit"] == [0.99, 0.99]  # a point at the end
 
 
 def test_the_draft_tidy_lowers_a_reservation_that_leaves_no_room_for_a_deal_keeping_its_width():

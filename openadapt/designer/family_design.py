@@ -55,6 +55,7 @@ from openadapt.designer.pieces import (
     max_tokens_for,
     owner,
     plan_pieces,
+    thin_repeats,
     trimmed_example,
 )
 from openadapt.designer.placeholders import piece_schema
@@ -380,7 +381,7 @@ class FamilyDomainDesigner(PieceRepairs):
     def _draft(self) -> dict[str, Any]:
         # Repeats dropped again after the tidy: two symptom lines with different names can tidy to one line.
         tidied = self._family.domain.tidy(drop_repeated_prose(cut_foreign_tails(assemble(self._pieces))))
-        return drop_repeated_prose(tidied)
+        return thin_repeats(drop_repeated_prose(tidied), self._family.domain)
 
     def _check(self) -> list[DomainProblem]:
         data = self._draft()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import typing
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -433,6 +434,60 @@ def drop_repeated_prose(value: Any) -> Any:
             kept.append(drop_repeated_prose(item))
         return kept
     return value
+
+
+REPEAT_LIMIT = 3  # a prose text this many times in a domain is a problem (families/domain.py `_text_problems`)
+
+
+def thin_repeats(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """The draft with a sentence written three times or more across its lists dropped from the lists that keep
+    their minimum without it, the last ones first, until it is written fewer than three times (never a word
+    added or changed): the supplier's 1.5B gave 'This is as far as I can go: {offer}.' as an opening, a counter
+    and a final, and three personas one style tell; one repair request per copy did not fit its 10 minutes."""
+    data = json.loads(json.dumps(data))  # a copy the caller's draft does not share
+    lists: list[tuple[list, int]] = []
+    _string_lists(data, model, lists)
+    counts: dict[str, int] = {}
+    for text in _strings(data):
+        if is_prose(text):
+            counts[text] = counts.get(text, 0) + 1
+    for text, count in counts.items():
+        for items, least in reversed(lists):
+            while count >= REPEAT_LIMIT and text in items and len(items) > least:
+                items.reverse()  # the last copy goes
+                items.remove(text)
+                items.reverse()
+                count -= 1
+    return data
+
+
+def _string_lists(data: Any, model: type[BaseModel], out: list[tuple[list, int]]) -> None:
+    """Every list of texts in `data` (laid out as `model`), with its least number of items, in field order."""
+    if not isinstance(data, dict):
+        return
+    for name, info in model.model_fields.items():
+        value, annotation = data.get(name), info.annotation
+        options = [a for a in (annotation, *typing.get_args(annotation)) if is_model(a)]  # `X | None` too
+        args = typing.get_args(annotation)
+        if typing.get_origin(annotation) is list and args and _is_str(args[0]) and isinstance(value, list):
+            least = next((m.min_length for m in info.metadata if hasattr(m, "min_length")), 0) or 0
+            out.append((value, least))
+        elif typing.get_origin(annotation) is list and args and is_model(args[0]) and isinstance(value, list):
+            for item in value:
+                _string_lists(item, args[0], out)
+        elif options and isinstance(value, dict):
+            _string_lists(value, options[0], out)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
 
 
 def assemble(pieces: list[Piece]) -> dict[str, Any]:

@@ -271,7 +271,7 @@ class NegotiationDomain(Domain):
         if abs(points - round(points)) > 1e-6 * max(1.0, points):
             p.append(DomainProblem(path=f"{at}.step", message=(
                 f"the range {issue.low:g}..{issue.high:g} is not a whole number of steps of {issue.step:g}")))
-        if not MIN_GRID_POINTS <= points <= MAX_GRID_POINTS:
+        if not MIN_GRID_POINTS - 1e-6 <= points <= MAX_GRID_POINTS + 1e-6:  # 0.8..1.0 in 0.01 is 19.999...
             p.append(DomainProblem(path=f"{at}.step", message=(
                 f"{points:.0f} steps between low and high; between {MIN_GRID_POINTS} and {MAX_GRID_POINTS} are needed "
                 "(room to bargain, and offers an agent can type)")))
@@ -382,12 +382,14 @@ def _tidy_issue(issue: dict) -> dict:
     if (high - low) / step < MIN_GRID_POINTS:
         for exponent in range(6, -5, -1):
             fine = next((m * 10.0 ** exponent for m in (5, 2, 1) if _whole((high - low) / (m * 10.0 ** exponent))
-                         and (high - low) / (m * 10.0 ** exponent) >= MIN_GRID_POINTS), None)
+                         and (high - low) / (m * 10.0 ** exponent) >= MIN_GRID_POINTS - 1e-6), None)
             if fine is not None:
                 issue["step"] = step = round(fine, 6)
                 break
     if isinstance(limit, list | tuple) and len(limit) == 2 and all(isinstance(v, int | float) for v in limit):
         lo, hi = max(limit[0], low + step), min(limit[1], high - step)
+        if lo > hi and limit[0] == limit[1] and low <= limit[0] <= high:  # one point at an end: [1, 1] in 0.8..1
+            lo = hi = min(max(limit[0], low + step), high - step)
         if lo <= hi:
             issue["limit"] = [round(lo, 6), round(hi, 6)]
     return issue
