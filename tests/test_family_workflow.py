@@ -861,3 +861,14 @@ def test_the_draft_tidy_gives_a_repeated_policy_prefix_one_made_from_the_scenari
                for p, s in zip(prefixes[1:], tidied[1:], strict=True))
     family.parse_domain(family.domain.tidy(data))  # no prefix problem left
     assert data["scenarios"][1]["policy_prefix"] == first  # the draft itself is not edited
+
+
+def test_mail_domains_and_mailbox_names_carry_their_patterns_into_the_schema_a_grammar_is_built_from():
+    # checked only after the reply, the helpdesk's 1.5B wrote requesters 'customer_support', 'IT_admin'
+    from openadapt.families.workflow.domain import EMAIL_DOMAIN, LOCAL_PART, Scenario
+
+    family = get_family("workflow")
+    schema = Scenario.model_json_schema()
+    assert schema["properties"]["requesters"]["items"]["pattern"] == EMAIL_DOMAIN
+    staff = family.domain.model_json_schema()["properties"]["staff_names"]["items"]
+    assert staff["pattern"] == LOCAL_PART
