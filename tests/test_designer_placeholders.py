@@ -135,3 +135,14 @@ def test_a_rename_reaches_the_keys_of_a_map_but_never_a_field_name():
     renamed = type(persona).model_validate(replace_value(persona, old, "id"))
     assert "id" in renamed.weights and old not in renamed.weights and renamed.id == persona.id
     assert replace_value({"id": "id", "n": ["id", "x"]}, "id", "key") == {"key": "key", "n": ["key", "x"]}
+
+
+def test_the_first_items_of_a_list_write_the_optional_parts_a_check_asks_for():
+    # the supplier's 1.5B gave every issue `constraint: null`, though two are needed
+    issues = [asked_schema("negotiation", f"domain.issues[{i}]") for i in range(3)]
+    for schema in issues[:2]:
+        assert "constraint" in schema["required"]
+        assert "null" not in json.dumps(schema["properties"]["constraint"])
+    assert "constraint" not in issues[2].get("required", [])  # the third may still write none
+    parties = [asked_schema("reconciliation", f"domain.parties[{i}]") for i in range(3)]
+    assert [p["properties"]["aliases"].get("minItems", 0) for p in parties] == [1, 1, 0]

@@ -358,6 +358,11 @@ def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domai
     key = domain_cls.KEYS.get(piece.field)
     if key and keys and key in props:
         props[key] = {"type": "string", "enum": [keys[piece.index]]}
+    for path, count in domain_cls.REQUIRED_IN_FIRST.items():
+        list_name, field_name = path.split(".")
+        if list_name == piece.field and piece.index < count and field_name in props:
+            props[field_name] = _written(props[field_name])
+            schema["required"] = [*dict.fromkeys([*schema.get("required", []), field_name])]
     for ref_path, ref in domain_cls.REFERENCES.items():
         list_name, field_name = ref_path.split(".")
         if list_name != piece.field or field_name not in props:
@@ -378,6 +383,17 @@ def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domai
         elif enum:
             props[field_name] = enum
     return schema
+
+
+def _written(prop: dict[str, Any]) -> dict[str, Any]:
+    """A field's schema without its empty answers: `X | None` as `X`, a list with at least one item."""
+    prop = {k: v for k, v in prop.items() if k != "default"}
+    options = [o for o in prop.get("anyOf", []) if o.get("type") != "null"]
+    if len(options) == 1:
+        prop = {**{k: v for k, v in prop.items() if k != "anyOf"}, **options[0]}
+    if prop.get("type") == "array":
+        prop["minItems"] = max(1, prop.get("minItems", 0))
+    return prop
 
 
 def replace_value(data: Any, old: str, new: str) -> Any:

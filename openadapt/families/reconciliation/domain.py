@@ -248,6 +248,7 @@ class ToolNames(DomainPart):
 
 class ReconciliationDomain(Domain):
     KEYS = {"sources": "name", "parties": "id", "items": "id", "resolutions": "id", "discrepancies": "id"}
+    REQUIRED_IN_FIRST = {"parties.aliases": 2}  # `family_problems`: two parties known by aliases
     REFERENCES = {
         "parties.items": Reference("items.id"), "sources.split_items": Reference("items.id"),
         "discrepancies.resolution": Reference("resolutions.id"), "discrepancies.items": Reference("items.id"),
