@@ -11,6 +11,7 @@ import json
 import os
 import struct
 import sys
+import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -393,20 +394,26 @@ def test_saved_contexts_keep_the_conversation_through_a_run_of_requests_aside():
     assert [s.n_tokens for s in saved.states].count(len(conversation)) == 0
 
 
-def test_a_new_designs_conversation_is_kept_beside_the_longer_states_of_the_design_before():
+def test_a_new_designs_conversation_is_kept_where_the_design_before_left_longer_states(monkeypatch):
     """The helpdesk prompt, after the lab reports' design in one benchmark process: its 3,920-token conversation
-    was saved beside two longer states of the lab's and dropped at once, so its next request re-evaluated it."""
+    was saved beside two longer states of the lab's and dropped at once, so its next request re-evaluated it. A
+    design now starts without them (the family designer calls `new_design`)."""
+    from openadapt.designer.local.backend import LocalLLM
     from openadapt.designer.local.contexts import SavedContexts
 
     saved, llama = SavedContexts(), _FakeContext()
     system = list(range(300))
     for design in range(2):  # the design before: two long contexts left saved
         llama.evaluate(saved, system + [50_000 + 10_000 * design + i for i in range(5_000)])
-    task = list(range(90_000, 90_120))  # what this design's conversation and its pieces aside begin with
-    conversation = system + task + list(range(10_000, 13_600))  # shorter than either
+    loaded = type("Loaded", (), {"saved": saved, "lock": threading.Lock()})()
+    backend = LocalLLM.__new__(LocalLLM)
+    backend._loaded = loaded
+    backend.new_design()
+    conversation = system + list(range(10_000, 13_600))  # shorter than either
     llama.evaluate(saved, conversation)
-    llama.evaluate(saved, system + task + list(range(20_000, 20_700)))  # one piece aside
-    assert len(conversation) in [s.n_tokens for s in saved.states]
+    # pieces aside that share more with each other (their instruction's preamble) than with the conversation
+    for item in range(3):
+        llama.evaluate(saved, system + list(range(20_000, 20_070)) + [30_000 + 1_000 * item + i for i in range(700)])
     llama.evaluate(saved, conversation + [1, 2, 3])  # the conversation resumes
     assert llama.loads == 1 and llama.n_tokens == len(conversation) + 3
 

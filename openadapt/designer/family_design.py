@@ -220,6 +220,8 @@ class FamilyDomainDesigner(PieceRepairs):
     # -- Designer protocol --
     def design(self) -> Candidate:
         started = time.monotonic()
+        if hasattr(self.backend, "new_design"):  # the local model: no saved contexts of an earlier design
+            self.backend.new_design()
         self.progress("choosing a family", 1, f"{len(self.families)} families")
         try:
             choice, session = choose_family(self.backend, self.task, self.families, self.deadline)

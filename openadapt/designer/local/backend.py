@@ -216,6 +216,12 @@ class LocalLLM:
             self._loaded.llama.reset()
             self._loaded.saved.clear()
 
+    def new_design(self) -> None:
+        """Forget the saved contexts of earlier designs (they are never continued, and they outweighed the new
+        design's conversation); the KV cache itself stays."""
+        with self._loaded.lock:
+            self._loaded.saved.new_design()
+
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` in this model's vocabulary (to size prompts and examples to n_ctx)."""
         return len(self._loaded.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))

@@ -8,11 +8,12 @@ it back (a memory copy, well under a second). Only contexts about to be lost are
 never leaves costs nothing. Of the saved states, those that cost most to evaluate again are kept, and a state that
 a newer one continues is dropped: kept by age, five faults written aside one after another pushed the
 conversation out, and the piece after them evaluated its 4,764 tokens again (107 s, the irrigation-pumps prompt).
-Kept by cost alone, the longer states of the design before (a benchmark's previous prompt, a curriculum's previous
-tier) pushed the conversation out the moment it was saved, and the helpdesk prompt evaluated 3,684 and 4,450
-tokens again (97 s and 105 s of its 10 minutes): beside the newest state, the one kept is the costliest of those
-whose prompts share the most with the request (its task: the conversation beside a piece aside, never a finished
-design's).
+The newest state is always kept, beside the costliest of the others. A design starts with none (`new_design`, from
+`LocalLLM.new_design`): kept by cost across designs, the longer states of the design before (a benchmark's
+previous prompt, a curriculum's previous tier) pushed a new design's conversation out the moment it was saved,
+and the helpdesk prompt evaluated 3,684 and 4,450 tokens again (97 s and 105 s of its 10 minutes). Ranked by how
+much of the request a state shares instead, pieces aside (which share their instruction's preamble) pushed the
+conversation out again.
 """
 
 from __future__ import annotations
@@ -51,11 +52,11 @@ def shared_prefix(a: Any, b: list[int]) -> int:
 
 
 class SavedContexts:
-    """The states of contexts a request overwrote: the newest, and the costliest of the others of the same
-    design."""
+    """The states of contexts a request overwrote: the newest, and the costliest of the others."""
 
     def __init__(self) -> None:
         self.states: list[Any] = []  # llama_cpp.LlamaState
+        self._held_is_stale = False  # the context llama.cpp holds is an earlier design's: never saved
 
     def before(self, llama: Any, tokens: list[int]) -> int:
         """Call before evaluating `tokens`: saves the current context if `tokens` would discard most of it, and
@@ -63,12 +64,11 @@ class SavedContexts:
         the loaded context holds (0 when none was loaded), for the provenance."""
         held = llama.n_tokens
         shared = shared_prefix(llama._input_ids[:held], tokens)
-        if held >= MIN_SAVED_TOKENS and shared < held // 2:
+        stale, self._held_is_stale = self._held_is_stale, False
+        if held >= MIN_SAVED_TOKENS and shared < held // 2 and not stale:
             current = llama._input_ids[:held]
             kept = [s for s in self.states if shared_prefix(current, s.input_ids[: s.n_tokens]) < s.n_tokens]
-            # beside the new state, those of this design first (their prompts share its task with `tokens`; a
-            # finished design's share the system prompt alone), the costliest to evaluate again first
-            ranked = sorted(kept, key=lambda s: (shared_prefix(s.input_ids[: s.n_tokens], tokens), s.n_tokens))
+            ranked = sorted(kept, key=lambda s: s.n_tokens)  # the costliest to evaluate again last
             self.states = [*ranked[len(ranked) - (SAVED_STATES - 1):], llama.save_state()]
         best = max(self.states, key=lambda s: shared_prefix(s.input_ids[: s.n_tokens], tokens), default=None)
         restored = shared_prefix(best.input_ids[: best.n_tokens], tokens) if best is not None else 0
@@ -79,3 +79,8 @@ class SavedContexts:
 
     def clear(self) -> None:
         self.states.clear()
+
+    def new_design(self) -> None:
+        """No state of an earlier design is kept, nor the context it left behind saved."""
+        self.states.clear()
+        self._held_is_stale = True
