@@ -536,3 +536,23 @@ def test_the_draft_tidy_lowers_a_reservation_that_leaves_no_room_for_a_deal_keep
     room = domain.counterpart_utility_at_strictest_limits(domain.personas[0]) - hi
     assert 0.1 < room <= 0.12  # moved just clear of the margin, not further
     assert tidied["personas"][1:] == data["personas"][1:]  # sound personas stay as written
+
+
+def test_the_draft_tidy_gives_the_last_persona_another_top_priority_where_all_share_one():
+    # the supplier's 1.5B gave all three personas the same weights
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    family = get_family("negotiation")
+    data = family.load_example("freight_rate").model_dump(mode="json")
+    same = dict(data["personas"][0]["weights"])
+    for persona in data["personas"]:
+        persona["weights"] = dict(same)
+    assert "domain.personas" in [p.path for p in NegotiationDomain.model_validate(data).family_problems()]
+    tidied = NegotiationDomain.tidy(data)
+    top, second = sorted(same, key=same.get, reverse=True)[:2]
+    last = tidied["personas"][-1]["weights"]
+    assert (last[top], last[second]) == (same[second], same[top])
+    assert [p["weights"] for p in tidied["personas"][:-1]] == [same] * (len(data["personas"]) - 1)
+    assert "domain.personas" not in [p.path for p in NegotiationDomain.model_validate(tidied).family_problems()]
+    example = family.load_example("freight_rate").model_dump(mode="json")
+    assert NegotiationDomain.tidy(example)["personas"] == example["personas"]  # varied already: as written

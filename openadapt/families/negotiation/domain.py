@@ -217,13 +217,15 @@ class NegotiationDomain(Domain):
         steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written.
         A persona's reservation range that leaves no room for a deal at the agent's strictest limits is moved down
         until it does, its width kept (never below 0.05): the 1.5B cannot work utilities out, and all three of
-        the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40."""
+        the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40. Where three or more
+        personas all weigh one term highest, the last one's two highest weights change places (the supplier's 1.5B
+        gave all three the worked example's weights): the check asks two different top priorities."""
         data = dict(data)
         if not isinstance(data.get("issues"), list):
             return data
         data["issues"] = [_tidy_issue(i) if isinstance(i, dict) else i for i in data["issues"]]
         if isinstance(data.get("personas"), list):
-            data["personas"] = [_fit_reservation(p, data["issues"]) for p in data["personas"]]
+            data["personas"] = _varied_priorities([_fit_reservation(p, data["issues"]) for p in data["personas"]])
         return data
 
     # ---- semantic checks ---------------------------------------------------------------------------------
@@ -417,6 +419,21 @@ def _fit_reservation(persona: object, issues: list) -> object:
     if utility - hi >= ZOPA_MARGIN or top < 0.05:
         return persona
     return {**persona, "reservation": [max(0.05, round(top - (hi - lo), 2)), top]}
+
+
+def _varied_priorities(personas: list) -> list:
+    """The personas, the last one's two highest weights swapped where all of them (three or more) put one term
+    first; as written where anything is not yet well-formed."""
+    weights = [p.get("weights") if isinstance(p, dict) else None for p in personas]
+    if len(personas) < 3 or not all(isinstance(w, dict) and len(w) >= 2 and all(
+            isinstance(v, int | float) for v in w.values()) for w in weights):
+        return personas
+    tops = {max(w, key=w.get) for w in weights}
+    last = weights[-1]
+    first, second = sorted(last, key=last.get, reverse=True)[:2]
+    if len(tops) > 1 or last[first] == last[second]:
+        return personas
+    return [*personas[:-1], {**personas[-1], "weights": {**last, first: last[second], second: last[first]}}]
 
 
 def _whole(x: float) -> bool:
