@@ -146,3 +146,13 @@ def test_the_first_items_of_a_list_write_the_optional_parts_a_check_asks_for():
     assert "constraint" not in issues[2].get("required", [])  # the third may still write none
     parties = [asked_schema("reconciliation", f"domain.parties[{i}]") for i in range(3)]
     assert [p["properties"]["aliases"].get("minItems", 0) for p in parties] == [1, 1, 0]
+
+
+def test_a_record_that_may_be_null_holds_its_texts_to_their_rules_too():
+    # the supplier's third issue (its constraint optional) wrote a reveal without {value}
+    schema = asked_schema("negotiation", "domain.issues[2]")
+    assert "null" in json.dumps(schema["properties"]["constraint"])  # still optional
+    reveal = schema["$defs"]["HiddenConstraint"]["properties"]["reveal"]
+    pattern = re.compile(reveal["pattern"])
+    assert pattern.fullmatch("Our mill is booked solid: the earliest we can deliver is {value}.")
+    assert not pattern.fullmatch("Our mill is booked solid until the end of the month.")

@@ -149,7 +149,10 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
             constrain(prop, at if node is schema and name == stands_for else f"{at}.{name}")
 
     def constrain(prop: dict[str, Any], at: str) -> None:
-        ref = prop.get("$ref") or next((p["$ref"] for p in prop.get("allOf", []) if "$ref" in p), None)
+        # `X | None` is an anyOf: the supplier's third issue, whose constraint may be null, wrote its reveal
+        # without {value} where the first two (required, a plain $ref) could not
+        ref = prop.get("$ref") or next((p["$ref"] for p in [*prop.get("allOf", []), *prop.get("anyOf", [])]
+                                        if "$ref" in p), None)
         if ref:
             visit(defs[ref.rsplit("/", 1)[-1]], at)
         elif prop.get("type") == "array" and isinstance(prop.get("items"), dict):
