@@ -156,3 +156,12 @@ def test_a_record_that_may_be_null_holds_its_texts_to_their_rules_too():
     pattern = re.compile(reveal["pattern"])
     assert pattern.fullmatch("Our mill is booked solid: the earliest we can deliver is {value}.")
     assert not pattern.fullmatch("Our mill is booked solid until the end of the month.")
+
+
+def test_a_text_that_must_hold_no_figure_cannot_be_written_with_one():
+    # the supplier's 1.5B wrote "... you will need to pay a fee of 200 EUR." into two constraint hints
+    defs = asked_schema("negotiation", "domain.issues[0]")["$defs"]["HiddenConstraint"]["properties"]
+    hint, reveal = re.compile(defs["hint"]["pattern"]), re.compile(defs["reveal"]["pattern"])
+    assert hint.fullmatch("Delivery that fast is simply not something {counterpart} can commit to.")
+    assert not hint.fullmatch("Changing it costs a fee of 200 EUR.")
+    assert reveal.fullmatch("We are booked for 3 weeks: the fastest we can ship is {value}.")  # figures allowed

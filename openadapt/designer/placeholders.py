@@ -99,20 +99,21 @@ def _agreed_rules(family: Family) -> dict[str, Rule]:
 PLACEHOLDER_CHARS = 12  # room kept for each placeholder written (`{component}` is 11 characters)
 
 
-def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int = 0) -> str:
+def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int = 0, digits: bool = True) -> str:
     """A grammar-ready pattern for a text of at most `max_length` characters under `rule`: any character but a
     brace, or an allowed placeholder; each required placeholder at least once (two in either order; of three or
     more none is enforced: the orders are not spelled out). The stretches of text before, between and after the
     required ones share the length: each bounded on its own to the whole length, they let the 1.5B run a
     late-start message to the token limit without writing `{time}` (four of the operating rooms' lists of lines,
     cut off at 178-205 tokens). A text with no required placeholder holds `min_length` characters or placeholders
-    (llama.cpp ignores minLength beside a pattern: a Kubernetes background line came back empty)."""
+    (llama.cpp ignores minLength beside a pattern: a Kubernetes background line came back empty). Without
+    `digits`, the text holds no figure (`Domain.NO_DIGITS`)."""
     allowed, required = rule
     required = required if len(required) <= 2 else ()
     # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and there is
     # no quote (bounded_pattern leaves `"` and `\` out of the class). Allowed escaped, quotes ended an operating
     # room's 'prefers before' lines in `\", \", \", ...` until the token limit.
-    char = r"[^{}\n\r\t]"
+    char = r"[^{}\n\r\t]" if digits else r"[^{}\n\r\t0-9]"
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
     # the stretches split the room evenly, so the whole stays within the bound: with twice that each, the 1.5B
@@ -161,8 +162,9 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
             rule = rule_for(family, at)
             if rule is not None:
                 # already bounded (no `*` or `+` left): bounded_pattern only keeps `"` and `\` out of its classes
+                digits = _INDEX.sub("[]", at).removeprefix("domain.") not in family.domain.NO_DIGITS
                 prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS),
-                                                               prop.get("minLength", 0)), 1)
+                                                               prop.get("minLength", 0), digits), 1)
 
     visit(schema, path)
     return schema

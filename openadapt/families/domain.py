@@ -136,6 +136,9 @@ class Domain(DomainPart):
     # check asks for N of them: a designer's schema for those items does not offer null or an empty list (the
     # supplier's 1.5B gave every issue `constraint: null`, though the description asks two for one).
     REQUIRED_IN_FIRST: ClassVar[dict[str, int]] = {}
+    # Texts that must hold no figure ('list[].field' paths), which a designer's grammar then keeps out: checked
+    # only afterwards, the supplier's 1.5B wrote "... pay a fee of 200 EUR" into two constraint hints.
+    NO_DIGITS: ClassVar[frozenset[str]] = frozenset()
 
     title: str = Field(min_length=3, max_length=80, description=(
         "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "

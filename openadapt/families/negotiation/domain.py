@@ -183,6 +183,7 @@ class NegotiationDomain(Domain):
     KEYS = {"issues": "id", "personas": "id"}
     REFERENCES = {"personas.weights": Reference("issues.id")}  # a weight for every issue, keyed by its id
     REQUIRED_IN_FIRST = {"issues.constraint": 2}  # `family_problems`: two terms with a hidden constraint
+    NO_DIGITS = frozenset({"issues[].constraint.hint"})  # the hint never gives the bound away
     agent_role: str = Field(min_length=3, max_length=100, description=(
         "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
         "data engineer role'."))
