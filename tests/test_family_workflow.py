@@ -872,3 +872,18 @@ def test_mail_domains_and_mailbox_names_carry_their_patterns_into_the_schema_a_g
     assert schema["properties"]["requesters"]["items"]["pattern"] == EMAIL_DOMAIN
     staff = family.domain.model_json_schema()["properties"]["staff_names"]["items"]
     assert staff["pattern"] == LOCAL_PART
+
+
+def test_the_draft_tidy_splits_categories_a_scenario_both_escalates_and_defers():
+    # the helpdesk run listed the same six categories as escalations and as deferrals
+    family = get_family("workflow")
+    data = family.load_example("it_service_desk").model_dump(mode="json")
+    scenario = data["scenarios"][0]
+    handled = [c for skill in scenario["skills"] for c in skill["categories"]][:6]
+    scenario["escalate_categories"] = list(handled)
+    scenario["defer_categories"] = list(handled)
+    tidied = family.domain.tidy(data)["scenarios"][0]
+    escalate, defer = tidied["escalate_categories"], tidied["defer_categories"]
+    assert not set(escalate) & set(defer) and defer == handled[-2:] and escalate == handled[:-2]
+    assert not [p for p in family.domain.model_validate(family.domain.tidy(data)).family_problems()
+                if "escalat" in p.message and "defer" in p.message]

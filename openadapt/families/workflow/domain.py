@@ -272,6 +272,9 @@ class WorkflowDomain(Domain):
         categories its skills handle, each once, and a deferral that is also escalated is dropped, as long as the
         list keeps its minimum (never a category added): the helpdesk prompt's 1.5B deferred 'network_ops', a
         skill's name, and 'software_upgrade', one of its escalations, and the scenario rewritten whole kept them.
+        A scenario that defers what it also escalates, with too few other categories to defer, has its lists split:
+        the escalation keeps its first categories, the deferral the last of its own (the helpdesk run listed the same
+        six categories in both).
         A policy prefix an earlier scenario has is replaced by one made from the scenario's own name (the first
         letters of its first word, else its words' initials): the helpdesk's three scenarios all wrote 'IT'."""
         data = dict(data)
@@ -294,6 +297,7 @@ class WorkflowDomain(Domain):
                     kept = [c for c in dict.fromkeys(pool) if c in handled and c not in barred]
                     if len(kept) >= least:
                         scenario[name] = kept
+                scenario = _split_escalate_defer(scenario)
             scenarios.append(scenario)
         data["scenarios"] = _distinct_prefixes(scenarios)
         return data
@@ -450,6 +454,24 @@ def _name_problems(values: list[str], path: str, pattern: str) -> list[DomainPro
     p = [DomainProblem(path=f"{path}[{i}]", message=f"{value!r} is not a valid name here (pattern {pattern})")
          for i, value in enumerate(values) if not re.match(pattern, value)]
     return p + duplicate_values(values, path)
+
+
+def _split_escalate_defer(scenario: dict) -> dict:
+    """The scenario with categories it both escalates and defers kept in one list only: the deferral keeps its
+    own and enough of the shared ones (its last) for its minimum, the escalation the rest, where both keep their
+    minimums; as written otherwise."""
+    escalate, defer = scenario.get("escalate_categories"), scenario.get("defer_categories")
+    if not (isinstance(escalate, list) and isinstance(defer, list)):
+        return scenario
+    shared = [c for c in dict.fromkeys(defer) if c in escalate]
+    if not shared:
+        return scenario
+    own = [c for c in dict.fromkeys(defer) if c not in escalate]
+    moved = shared[len(shared) - max(0, MIN_DEFER - len(own)):] if len(own) < MIN_DEFER else []
+    kept = [c for c in dict.fromkeys(escalate) if c not in moved]
+    if len(kept) < MIN_ESCALATE or len(own) + len(moved) < MIN_DEFER:
+        return scenario
+    return {**scenario, "escalate_categories": kept, "defer_categories": [c for c in defer if c in own or c in moved]}
 
 
 def _distinct_prefixes(scenarios: list) -> list:
