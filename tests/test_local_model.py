@@ -324,6 +324,14 @@ def test_a_number_past_its_fields_bound_is_set_to_the_bound_and_nothing_else_is_
                       finish_reason="stop").parse_as(Fault).severity == 1
     with pytest.raises(ReplyError, match="does not match Fault"):  # another error beside it: still unusable
         Completion(text='{"name": "leak", "severity": 9, "symptoms": []}', finish_reason="stop").parse_as(Fault)
+    # a map's values too: the supplier's 1.5B weighed two of a persona's issues 1e+15 (at most 100)
+    from openadapt.families.negotiation.domain import Persona
+
+    persona = {"id": "mill_rep", "description": "a mill's sales rep", "weights": {"price": 6, "delivery": 1e15},
+               "reservation": [0.2, 0.3], "concession": "linear", "patience": [4, 7], "insult_margin": 0.15,
+               "style_tells": ["We run the mill flat out all year."]}
+    parsed = Completion(text=json.dumps(persona), finish_reason="stop").parse_as(Persona)
+    assert parsed.weights == {"price": 6, "delivery": 100}
 
 
 def test_endpoint_client_sends_schemas_and_max_tokens(llm):

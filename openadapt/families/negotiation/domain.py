@@ -90,7 +90,8 @@ class Persona(DomainPart):
     description: str = Field(min_length=10, max_length=200, description=(
         "Who this counterpart is and how it bargains (for the docs; never shown to the agent), e.g. 'a sales "
         "manager judged on margin: concedes slowly, cares about price above all'."))
-    weights: dict[Key, float] = Field(min_length=2, max_length=8, description=(
+    # bounded in the type, so that a reply's weight past 100 is set to 100 at parse (the supplier's 1.5B wrote 1e+15)
+    weights: dict[Key, Annotated[float, Field(gt=0, le=100)]] = Field(min_length=2, max_length=8, description=(
         "How much this counterpart cares about each term: one positive number per issue id (any scale; varied "
         "per episode), e.g. {unit_price: 6, delivery_days: 1, payment_days: 3, warranty_months: 1}. Hidden."))
     reservation: tuple[float, float] = Field(description=(
