@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import re
 import typing
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, create_model
 
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, is_debris, is_prose, without_foreign_tail
+from openadapt.families.domain import REPEATED_TEXT, Domain, is_debris, is_prose, iter_texts, without_foreign_tail
 
 EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
 MAX_LIST_ITEMS = 8  # items a piece's lists may have (see `bounded`)
@@ -452,9 +451,6 @@ def drop_repeated_prose(value: Any) -> Any:
     return value
 
 
-REPEAT_LIMIT = 3  # a prose text this many times in a domain is a problem (families/domain.py `_text_problems`)
-
-
 def thin_repeats(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The draft with a sentence written three times or more across its lists dropped from the lists that keep
     their minimum without it, the last ones first, until it is written fewer than three times (never a word
@@ -464,15 +460,13 @@ def thin_repeats(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]
     lists: list[tuple[list, int]] = []
     _string_lists(data, model, lists)
     counts: dict[str, int] = {}
-    for text in _strings(data):
+    for _, text in iter_texts(data):
         if is_prose(text):
             counts[text] = counts.get(text, 0) + 1
     for text, count in counts.items():
         for items, least in reversed(lists):
-            while count >= REPEAT_LIMIT and text in items and len(items) > least:
-                items.reverse()  # the last copy goes
-                items.remove(text)
-                items.reverse()
+            while count >= REPEATED_TEXT and text in items and len(items) > least:
+                del items[len(items) - 1 - items[::-1].index(text)]  # the last copy goes
                 count -= 1
     return data
 
@@ -493,17 +487,6 @@ def _string_lists(data: Any, model: type[BaseModel], out: list[tuple[list, int]]
                 _string_lists(item, args[0], out)
         elif options and isinstance(value, dict):
             _string_lists(value, options[0], out)
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
 
 
 def assemble(pieces: list[Piece]) -> dict[str, Any]:

@@ -38,6 +38,8 @@ _IDENT = re.compile(IDENT)
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _PLACEHOLDER_PARTS = re.compile(r"(\{[A-Za-z_][A-Za-z0-9_]*\})")  # split: the text between, and each placeholder
 
+REPEATED_TEXT = 3  # a prose text written this many times in one domain is a problem (`_text_problems`)
+
 
 class DomainProblem(BaseModel):
     """One thing wrong with a domain, at a field path a designer can find."""
@@ -200,7 +202,7 @@ class Domain(DomainPart):
         long_texts = Counter(text for _, text in texts if is_prose(text))
         seen: set[str] = set()
         for path, text in texts:
-            if long_texts.get(text, 0) >= 3:
+            if long_texts.get(text, 0) >= REPEATED_TEXT:
                 if text in seen:
                     yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
                                         f"({text[:60]!r}...): each item needs its own words")

@@ -467,7 +467,8 @@ def _split_escalate_defer(scenario: dict) -> dict:
     if not shared:
         return scenario
     own = [c for c in dict.fromkeys(defer) if c not in escalate]
-    moved = shared[len(shared) - max(0, MIN_DEFER - len(own)):] if len(own) < MIN_DEFER else []
+    need = max(0, MIN_DEFER - len(own))
+    moved = shared[len(shared) - need:] if need else []
     kept = [c for c in dict.fromkeys(escalate) if c not in moved]
     if len(kept) < MIN_ESCALATE or len(own) + len(moved) < MIN_DEFER:
         return scenario
