@@ -41,6 +41,7 @@ class ScriptedModel:
         self.asked: list[str] = []
         self.counts: dict[str, int] = {}  # items per list, as the designer asks for them
         self.brief = BRIEF
+        self.keys: dict[str, str] = {}  # a list's key field where it is neither `name` nor `id` (Domain.KEYS)
 
     def __call__(self, body: dict) -> Scripted:
         text = body["messages"][-1]["content"]
@@ -67,7 +68,7 @@ class ScriptedModel:
         if (match := re.match(r"First name the `(\w+)`", text)):
             field = match.group(1)
             count = self.schema["properties"]["items"]["maxItems"]
-            key = "name" if field == "components" else "id"
+            key = self.keys.get(field) or ("name" if field == "components" else "id")
             names = [item[key] for item in self.world[field][:count]]
             if f"domain.{field}.keys" in self.break_once:
                 names = self.break_once.pop(f"domain.{field}.keys")
@@ -78,7 +79,7 @@ class ScriptedModel:
             return {"line": f"INFO {{component}} scripted benign line {len(self.asked)}"}
         if (match := re.search(r"Name one more of the `(\w+)` of this world", text)):
             field, taken = match.group(1), set(re.findall(r'"([^"]+)"', text.split("every one of ")[1].split("]")[0]))
-            key = "name" if field == "components" else "id"
+            key = self.keys.get(field) or ("name" if field == "components" else "id")
             return {"name": next(i[key] for i in self.world[field] if i[key] not in taken)}
         if (match := re.search(r"entry .* needs another `(\w+)`", text)):
             return {match.group(1): f"scripted_reading_{len(self.asked)}"}
@@ -1522,3 +1523,47 @@ def test_a_sentence_written_three_times_is_dropped_from_lists_that_keep_their_mi
     assert [p["style_tells"] for p in thinned["personas"][2:]] == [p["style_tells"][:1] for p in data["personas"][2:]]
     assert messages["opening"][-1] == line  # the caller's draft is left as it was
     family.parse_domain(thinned)
+
+
+def test_the_worked_examples_template_with_this_worlds_names_filled_in_is_a_copy():
+    family = get_family("diagnosis")
+    example, others = (family.load_example("kubernetes_cluster"),
+                       [family.load_example("wind_park"), family.load_example("incident_triage")])
+    # run 31's fresh-clone pumps: the Kubernetes example's "namespace shop; 4 replicas; HPA 4-12 on CPU; owner
+    # team-web." with the farm's words and other numbers; too few long words for a phrase of six
+    pumps = {"components": [{"name": "water-quality-checker",
+                             "note": "namespace farm; 1 replica; HPA 1-4 on CPU; owner team-farm."},
+                            {"name": "pressure-gauge", "note": "bourdon gauge on the pump outlet; owner team-farm."}]}
+    flagged = {p.path for p in copied_from_example(pumps, example, others)}
+    assert flagged == {"domain.components[0].note"}
+    # words every family's examples use are nobody's template: a pump runbook sharing "the usual fix" is its own
+    assert not copied_from_example({"summary": "Check the pressure first and apply the usual fix to the pump."},
+                                   example, others)
+
+
+def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_line(llm):
+    """`too_few`'s problems ('has 11 item(s); at least 15 are needed ...') are topped up like the schema's: the
+    helpdesk's staff names were asked for again whole, and came back the same 11, until the time limit."""
+    family = get_family("report")
+    world = family.load_example("daily_report").model_dump(mode="json")
+    world["subject_names"] = world["subject_names"][:7]  # the schema takes them; the tiers need 10
+    world["agent_role"] = "the reporting clerk of a chain of garden centres"  # the seed's is the description's
+
+    class Names(ScriptedModel):
+        def answer(self, text: str, title: str):
+            if "Write one more line for the domain's `subject_names`" in text:
+                return {"line": f"Store number {'ABCDEFGHIJ'[len(self.asked) % 10]}{len(self.asked)}"}
+            if 'as JSON {"text": ...}' in text:  # the seed's texts that are its descriptions' examples
+                return {"text": f"Garden centre text number {len(self.asked)}"}
+            return super().answer(text, title)
+
+    model = Names(world, fits={"report": 9})
+    model.keys = dict(family.domain.KEYS)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "sales", "Train an agent to compile the daily sales "
+                                    "report and email it to the store managers", kind="openai-compatible")
+    candidate = designer.design()
+    asked = [a for a in model.asked if "one more line for the domain's `subject_names`" in a]
+    assert len(asked) >= 3  # one at a time, as many as the piece asks for (it may ask for more than 10)
+    assert not any("subject_names" in p for p in candidate.problems)
+    assert not any(a.startswith("Your `domain.subject_names` has problems") for a in model.asked)

@@ -863,6 +863,19 @@ def test_the_draft_tidy_gives_a_repeated_policy_prefix_one_made_from_the_scenari
     assert data["scenarios"][1]["policy_prefix"] == first  # the draft itself is not edited
 
 
+def test_the_draft_tidy_renames_a_drift_that_renames_the_amount_field_to_itself_to_its_next_version():
+    # the helpdesk's third scenario wrote amount_field and renamed_field 'priority', twice
+    family = get_family("workflow")
+    data = family.load_example("it_service_desk").model_dump(mode="json")
+    scenario = data["scenarios"][1]
+    scenario["renamed_field"] = scenario["amount_field"]
+    with pytest.raises(DomainError, match="must differ from amount_field"):
+        family.parse_domain(data)
+    tidied = family.domain.tidy(data)["scenarios"][1]
+    assert tidied["renamed_field"] == scenario["amount_field"] + "_v2"
+    family.parse_domain(family.domain.tidy(data))
+
+
 def test_mail_domains_and_mailbox_names_carry_their_patterns_into_the_schema_a_grammar_is_built_from():
     # checked only after the reply, the helpdesk's 1.5B wrote requesters 'customer_support', 'IT_admin'
     from openadapt.families.workflow.domain import EMAIL_DOMAIN, LOCAL_PART, Scenario

@@ -334,6 +334,20 @@ def test_a_number_past_its_fields_bound_is_set_to_the_bound_and_nothing_else_is_
     assert parsed.weights == {"price": 6, "delivery": 100}
 
 
+def test_a_text_past_its_bound_is_cut_back_to_whole_sentences_or_words():
+    """The supplier's issue (52 s of writing) was lost for a constraint hint of 212 characters (at most 200): a
+    pattern counts a placeholder as one character."""
+    from openadapt.designer.chat import cut_text
+    from openadapt.families.negotiation.domain import HiddenConstraint
+
+    hint = "The mill has a fixed slot for this order. " * 5 + "If you want it moved, ask {counterpart} first"
+    reply = {"reveal": "Our {value} is fixed by the mill's schedule this month.", "hint": hint}
+    parsed = Completion(text=json.dumps(reply), finish_reason="stop").parse_as(HiddenConstraint)
+    assert len(parsed.hint) <= 200 and hint.startswith(parsed.hint) and parsed.hint.endswith("order.")
+    assert cut_text("Keep the {counterpart} informed", 16) == "Keep the"  # no half placeholder
+    assert cut_text("alpha beta gamma", 12) == "alpha beta"  # no half word
+
+
 def test_endpoint_client_sends_schemas_and_max_tokens(llm):
     from fake_openai import Scripted
 

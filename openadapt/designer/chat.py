@@ -107,11 +107,14 @@ _BOUNDS = {"less_than_equal": "le", "greater_than_equal": "ge"}
 
 
 def _clamped(data: object, exc: ValidationError) -> object | None:
-    """`data` with each number outside an inclusive bound of its field set to that bound, or None when any other
-    error is left. llama.cpp's grammars bound integers, not decimals: the 1.5B gave a negotiation persona an
-    `insult_margin` of 0.5 where the schema allows 0.1 to 0.4, and the whole persona was lost as unusable."""
+    """`data` with each number outside an inclusive bound of its field set to that bound and each text past its
+    maximum length cut back to it, or None when any other error is left. llama.cpp's grammars bound integers, not
+    decimals: the 1.5B gave a negotiation persona an `insult_margin` of 0.5 where the schema allows 0.1 to 0.4, and
+    the whole persona was lost as unusable. A text's bound gives way where its pattern counts a placeholder as one
+    character: the supplier's issue, 52 s of writing, was lost for a constraint hint of 212 characters."""
     errors = exc.errors()
-    if not all(e["type"] in _BOUNDS and isinstance(e.get("input"), int | float) for e in errors):
+    if not all((e["type"] in _BOUNDS and isinstance(e.get("input"), int | float))
+               or (e["type"] == "string_too_long" and isinstance(e.get("input"), str)) for e in errors):
         return None
     data = json.loads(json.dumps(data))  # a copy to edit
     for error in errors:
@@ -119,8 +122,26 @@ def _clamped(data: object, exc: ValidationError) -> object | None:
         holder = data
         for step in parents:
             holder = holder[step]
-        holder[last] = error["ctx"][_BOUNDS[error["type"]]]
+        if error["type"] == "string_too_long":
+            holder[last] = cut_text(error["input"], error["ctx"]["max_length"])
+        else:
+            holder[last] = error["ctx"][_BOUNDS[error["type"]]]
     return data
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text` within `limit` characters: its whole sentences that fit, else its whole words that fit (a
+    placeholder is never cut in half)."""
+    head = text[:limit]
+    end = max(head.rfind(". "), head.rfind("! "), head.rfind("? "))
+    if text[limit:limit + 1] in (" ", "") and head.endswith((".", "!", "?")):
+        return head
+    if end >= limit // 3:
+        return head[:end + 1]
+    words = head[:head.rfind(" ")] if " " in head and text[limit:limit + 1] not in (" ", "") else head
+    if words.count("{") > words.count("}"):
+        words = words[:words.rfind("{")]
+    return words.rstrip(" ,;:-")
 
 
 class Sampling(BaseModel):

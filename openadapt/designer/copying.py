@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import typing
 from typing import Any
@@ -33,6 +34,13 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     runs = [set().union(*(_runs(v) for _, v in iter_texts(o))) for o in others]
     family_runs = (set.intersection(*runs) if runs else set()) | _runs(described)
     theirs_runs = set().union(*(_runs(v) for v in theirs_texts)) - family_runs
+    # Shorter runs of the example's own words, numbers aside: its template with this world's names filled in
+    # ("namespace farm; 1 replica; HPA 1-4 on CPU; owner team-farm." in a pump's note), which the phrase runs miss
+    # (too few long words).
+    everyones = _everyones_words(type(example))
+    shared = [set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(o))) for o in others]
+    family_templates = (set.intersection(*shared) if shared else set()) | _rare_runs(described, everyones)
+    theirs_templates = set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(example))) - family_templates
     problems = []
     for path, value in _iter_json_texts(data):
         if ENTITY_NAME.match(path) and value.lower() in theirs_names:
@@ -41,7 +49,8 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
         elif _is_text(value) and value in theirs_texts:
             problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
                                           "one that belongs to this task's world"))
-        elif len(value) >= 40 and (taken := [r for r in phrases(value) if r in theirs_runs]):
+        elif (taken := ([r for r in phrases(value) if r in theirs_runs] if len(value) >= 40 else [])
+              + [r for r in _rare_runs(value, everyones) if r in theirs_templates]):
             problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
                                           "worked example: write it in this task's world's own words"))
         elif any(marker in value for marker in _FEEDBACK_MARKERS):
@@ -173,6 +182,52 @@ def _is_text(value: str) -> bool:
 
 def _runs(text: str) -> set[tuple[str, ...]]:
     return set(phrases(text))
+
+
+_SHORT_WORDS = frozenset({"the", "a", "an", "of", "to", "in", "on", "at", "by", "for", "and", "or", "with",
+                          "from", "via", "its", "it", "is", "are", "was", "be", "as", "this", "that", "per",
+                          "into", "not", "no"})
+
+
+def _words(text: str) -> list[str]:
+    """A text's words for template matching: lower case, every number '#', a plural's s dropped."""
+    words = (re.sub(r"\d+(?:\.\d+)?", "#", w).strip(".") for w in re.findall(r"\{\w+\}|[\w'.%-]+", text.lower()))
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in words if w]
+
+
+@functools.cache
+def _family_words() -> dict[str, frozenset[str]]:
+    """Every word of every family's example domains, with the families whose examples use it."""
+    from openadapt.families import all_families  # the registry loads every family: only when first asked
+
+    found: dict[str, set[str]] = {}
+    for family in all_families():
+        for name in family.examples():
+            for _, text in iter_texts(family.load_example(name)):
+                for word in _words(text):
+                    found.setdefault(word, set()).add(family.name)
+    return {w: frozenset(f) for w, f in found.items()}
+
+
+@functools.cache
+def _everyones_words(domain: type[Domain]) -> frozenset[str]:
+    """The words the examples of two or more other families use: everyone's ('team', 'average', 'deal'), not a
+    world's own ('replica', 'hpa'; and any word no example uses, such as the draft's)."""
+    from openadapt.families import all_families
+
+    family = next((f.name for f in all_families() if f.domain is domain), None)
+    return frozenset(w for w, used in _family_words().items() if len(used - {family}) >= 2)
+
+
+def _rare_runs(text: str, everyones: frozenset[str], n: int = 4) -> set[tuple[str, ...]]:
+    """Runs of n words of which two are a world's own words (not short words, placeholders, numbers or words
+    everyone's examples use)."""
+    words = _words(text)
+
+    def own(w: str) -> bool:
+        return w[0] != "{" and w not in _SHORT_WORDS and w not in everyones and re.search("[a-z]{3}", w) is not None
+
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1) if sum(own(w) for w in words[i:i + n]) >= 2}
 
 
 def _default_texts(model: type[BaseModel], seen: set | None = None) -> set[str]:

@@ -24,7 +24,7 @@ class LineRepairs(RepairBase):
         aside with the item's identity and different from the lines of every item; and a list of lines of a record
         of the domain (`messages.anchors`: the packaging supplier's whole replies record was written again for it
         four rounds running, one anchor line each time)."""
-        wanted = re.search(r"at least (\d+) items", problem.message)
+        wanted = re.search(r"at least (\d+) (?:items|are needed)", problem.message)  # pydantic's, `too_few`'s
         nested = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
         record = re.match(r"^(domain\.\w+)\.(\w+)$", problem.path)  # a list of a record (messages.anchors)
         record = record if record and any(p.path == record.group(1) and p.index is None and not p.keys

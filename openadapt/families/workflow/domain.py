@@ -276,7 +276,9 @@ class WorkflowDomain(Domain):
         the escalation keeps its first categories, the deferral the last of its own (the helpdesk run listed the same
         six categories in both).
         A policy prefix an earlier scenario has is replaced by one made from the scenario's own name (the first
-        letters of its first word, else its words' initials): the helpdesk's three scenarios all wrote 'IT'."""
+        letters of its first word, else its words' initials): the helpdesk's three scenarios all wrote 'IT'.
+        A drift that renames the amount field to itself renames it to its next version ('priority' ->
+        'priority_v2'; the helpdesk's third scenario, repaired whole twice, wrote the same name both times)."""
         data = dict(data)
         if not isinstance(data.get("scenarios"), list):
             return data
@@ -298,6 +300,9 @@ class WorkflowDomain(Domain):
                     if len(kept) >= least:
                         scenario[name] = kept
                 scenario = _split_escalate_defer(scenario)
+                amount = scenario.get("amount_field")
+                if isinstance(amount, str) and amount == scenario.get("renamed_field") and len(amount) <= 37:
+                    scenario["renamed_field"] = f"{amount}_v2"  # how a versioned API renames a field
             scenarios.append(scenario)
         data["scenarios"] = _distinct_prefixes(scenarios)
         return data
