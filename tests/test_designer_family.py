@@ -1551,8 +1551,10 @@ def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_li
 
     class Names(ScriptedModel):
         def answer(self, text: str, title: str):
-            if "Write one more line for the domain's `subject_names`" in text:
+            if "Write one more name for the domain's `subject_names`" in text:
                 return {"line": f"Store number {'ABCDEFGHIJ'[len(self.asked) % 10]}{len(self.asked)}"}
+            if "Write one more name for the domain's `mailboxes`" in text:  # the plan asked for fewer too
+                return {"line": "desk" + "".join(chr(97 + int(d)) for d in str(len(self.asked)))}
             if 'as JSON {"text": ...}' in text:  # the seed's texts that are its descriptions' examples
                 return {"text": f"Garden centre text number {len(self.asked)}"}
             return super().answer(text, title)
@@ -1563,7 +1565,58 @@ def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_li
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "sales", "Train an agent to compile the daily sales "
                                     "report and email it to the store managers", kind="openai-compatible")
     candidate = designer.design()
-    asked = [a for a in model.asked if "one more line for the domain's `subject_names`" in a]
+    asked = [a for a in model.asked if "one more name for the domain's `subject_names`" in a]
     assert len(asked) >= 3  # one at a time, as many as the piece asks for (it may ask for more than 10)
     assert not any("subject_names" in p for p in candidate.problems)
     assert not any(a.startswith("Your `domain.subject_names` has problems") for a in model.asked)
+
+
+def test_an_item_still_wrong_after_a_round_of_repairs_is_dropped_where_the_list_keeps_enough(llm):
+    """The helpdesk's third scenario held three of its draft's four problems after two rounds and two attempts,
+    rewritten whole each time and sent back the same; its two sound scenarios were enough for the domain."""
+    family = get_family("workflow")
+    world = family.load_example("it_service_desk").model_dump(mode="json")
+    hopeless = world["scenarios"][2]
+    hopeless["escalate_categories"] = ["critical", "urgent", "contract_breach_notice"]  # two undefined categories
+
+    class SameAnswer(ScriptedModel):
+        def answer(self, text: str, title: str):
+            if 'as JSON {"text": ...}' in text:
+                return {"text": f"Desk text number {len(self.asked)} of this world"}
+            if text.startswith("Your `domain.scenarios[2]` has problems"):
+                return hopeless  # what a small model sends back, however it is asked
+            return super().answer(text, title)
+
+    model = SameAnswer(world, fits={"workflow": 9})
+    model.keys = dict(family.domain.KEYS)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "desk", "Train an agent to route IT helpdesk tickets "
+                                    "to the right team", kind="openai-compatible")
+    candidate = designer.design()
+    assert sum(a.startswith("Your `domain.scenarios[2]` has problems") for a in model.asked) == 1  # one repair
+    assert not any("scenarios" in p for p in candidate.problems), candidate.problems
+    scenarios = [p for p in designer._pieces if p.field == "scenarios" and not p.keys]
+    assert [p.path for p in scenarios] == ["domain.scenarios[0]", "domain.scenarios[1]"]
+    keys = next(p for p in designer._pieces if p.field == "scenarios" and p.keys).value.items
+    assert keys == [world["scenarios"][0]["name"], world["scenarios"][1]["name"]]
+    assert not any(turn[0] == "domain.scenarios[2]" for turn in designer._session.turns)
+
+
+def test_a_line_that_still_copies_an_example_after_a_round_is_dropped_where_its_list_keeps_enough(llm, world):
+    """Asked for again, the supplier's third persona kept its description's style tell beside one of its own:
+    a round later the copy is dropped (no request) where the list holds more lines than its schema needs."""
+    from openadapt.designer.family_design import pick_example
+
+    copied = pick_example(TASK, get_family("diagnosis"))[0].faults[0].evidence[0]
+    evidence = world["faults"][1]["evidence"]
+    assert len(evidence) > 2  # above the schema's minimum with the copy left out
+    world["faults"][1]["evidence"] = [*evidence, copied][:5]
+    model = OneTextReply(world, "of `domain.faults[1]`", copied)  # asked for the line again, it sends the copy back
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    kept = yaml.safe_load(candidate.files["domain.yaml"])["faults"][1]["evidence"]
+    assert copied not in kept and len(kept) == len(world["faults"][1]["evidence"]) - 1
+    # asked for again in one round (reworded alone, then the fault rewritten; the copy sent back both times), then
+    # dropped: no second round for it
+    assert sum("Your `domain.faults[1]` has problems" in a for a in model.asked) == 1

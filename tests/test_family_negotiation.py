@@ -556,3 +556,16 @@ def test_the_draft_tidy_gives_the_last_persona_another_top_priority_where_all_sh
     assert "domain.personas" not in [p.path for p in NegotiationDomain.model_validate(tidied).family_problems()]
     example = family.load_example("freight_rate").model_dump(mode="json")
     assert NegotiationDomain.tidy(example)["personas"] == example["personas"]  # varied already: as written
+    # the last persona weighs every term alike (no top two to swap; the check reads the first issue as its top:
+    # the supplier's `price`, which all put first): the one before it is swapped
+    ids = [issue["id"] for issue in data["issues"]]
+    same = {k: 6.0 if i == 0 else 3.0 if i == 1 else 1.0 for i, k in enumerate(ids)}
+    top, second = ids[:2]
+    for persona in data["personas"]:
+        persona["weights"] = dict(same)
+    data["personas"][-1]["weights"] = dict.fromkeys(same, 1.0)
+    assert "domain.personas" in [p.path for p in NegotiationDomain.model_validate(data).family_problems()]
+    tidied = NegotiationDomain.tidy(data)
+    assert tidied["personas"][-1]["weights"] == dict.fromkeys(same, 1.0)
+    assert tidied["personas"][-2]["weights"][second] == same[top]
+    assert "domain.personas" not in [p.path for p in NegotiationDomain.model_validate(tidied).family_problems()]

@@ -210,6 +210,8 @@ class FamilyDomainDesigner(PieceRepairs):
         self._family: Family | None = None
         self._example: Domain | None = None
         self._others: list[Domain] = []
+        self._item_tries: dict[str, int] = {}  # per list item: the repair rounds that found it wrong, running
+        self._rounds_seen: dict[str, int] = {}  # per problem: the repair rounds it was found in
         self._attempt = 1  # the package attempt the pieces are written for (progress lines name it)
         self._usage_mark = Usage()  # the session's total when the current attempt began
         info = backend.describe()
@@ -267,6 +269,8 @@ class FamilyDomainDesigner(PieceRepairs):
         self._session.prefix = [*self._session.prefix[:3], {"role": "user", "content": note},
                                 {"role": "assistant", "content": "{\"ok\": true}"}]
         self._session.forget()
+        self._item_tries.clear()
+        self._rounds_seen.clear()
         for piece in self._pieces:
             piece.value = None
         for piece in self._pieces:
@@ -404,6 +408,12 @@ class FamilyDomainDesigner(PieceRepairs):
         started_with, rounds = {str(p) for p in problems}, 0
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
+            if self._drop_hopeless_items(problems, self._item_tries):
+                problems = self._check()
+                if not problems:
+                    break
+            for problem in problems:
+                self._rounds_seen[str(problem)] = self._rounds_seen.get(str(problem), 0) + 1
             by_piece: dict[str, tuple[Piece, list[str], set[str]]] = {}
             parts: set[str] = set()  # records and texts asked for once this round, with all their problems
             for problem in problems:

@@ -27,6 +27,7 @@ class RepairBase:
     _check: Callable[[], list[DomainProblem]]
     _draft: Callable[[], dict]
     _world_so_far: Callable[..., str]
+    _rounds_seen: dict[str, int]  # per problem (as `str` gives it): the repair rounds that found it
 
 
 _EXAMPLE = re.compile(r"[,;]?\s*\(?e\.g\.\s*(?<![A-Za-z])'.*?'(?![A-Za-z])\)?")

@@ -9,7 +9,7 @@ import re
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.pieces import Piece, list_item_model, replace_value
+from openadapt.designer.pieces import Piece, list_item_model, replace_value, resized
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase
 from openadapt.families.domain import DomainProblem, key_base, numbered_copies
 
@@ -135,3 +135,73 @@ class KeyRepairs(RepairBase):
         changed = ", ".join(f"{f} -> {data[f]}" for f in renamed if data[f] != repeated)
         self.progress("renamed", self._attempt, f"{name}: {changed}")
         return True
+
+    def _drop_hopeless_items(self, problems: list[DomainProblem], tries: dict[str, int]) -> bool:
+        """An item of a keyed list that still has two or more problems after a round of repairs was given to it
+        is dropped, where the list keeps more items than its schema needs, the draft has fewer problems without it
+        and nothing else names its key: its repairs have failed once, and the rest of the domain does not need it.
+        The helpdesk's third scenario, 'priority_assignment' (skills 'priority' and 'urgent_priority', categories
+        'high', 'low'...), held three of the draft's four problems after two rounds and two attempts; its two
+        sound scenarios were enough. `tries` counts, per item, the rounds that found it wrong (kept by the caller
+        across rounds)."""
+        dropped = False
+        for name in self._family.domain.KEYS:
+            items = [p for p in self._pieces if p.field == name and p.index is not None and not p.keys]
+            if any(p.value is None for p in items):
+                continue  # the draft's indices are not the plan's while an item is unwritten
+            wrong = {p.path: sum(x.path == p.path or x.path.startswith((p.path + ".", p.path + "["))
+                                 for x in problems) for p in items}
+            for path, count in wrong.items():
+                tries[path] = tries.get(path, 0) + 1 if count else 0
+            info = self._family.domain.model_fields[name]
+            needed = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+            hopeless = [p for p in items if wrong[p.path] >= 2 and tries[p.path] >= 2 and p.value is not None]
+            for piece in hopeless[:1]:  # one a round: the rest are judged again without it
+                if len(items) <= needed or self._named_elsewhere(piece) or not self._fewer_without(piece, problems):
+                    continue
+                tries.pop(piece.path, None)
+                moved = self._remove_item(piece)
+                for old, new in moved.items():
+                    tries[new] = tries.pop(old, 0)
+                self.progress("dropped", self._attempt, f"{piece.path.removeprefix('domain.')} ({wrong[piece.path]} "
+                              "problems left after its repairs; the list keeps enough without it)")
+                dropped = True
+        return dropped
+
+    def _fewer_without(self, piece: Piece, problems: list[DomainProblem]) -> bool:
+        """Whether the draft without the item has fewer problems: not when the domain's own checks need as many
+        items as there are (a report's three report types, a scheduling day's sites)."""
+        pieces = self._pieces
+        self._pieces = [p for p in pieces if p is not piece]
+        try:
+            return len(self._check()) < len(problems)
+        finally:
+            self._pieces = pieces
+
+    def _named_elsewhere(self, piece: Piece) -> bool:
+        key = self._family.domain.KEYS[piece.field]
+        value = getattr(piece.value, key, None)
+        quoted = json.dumps(value)
+        return any(other is not piece and not other.keys and other.value is not None
+                   and quoted in json.dumps(other.value.model_dump(mode="json")) for other in self._pieces)
+
+    def _remove_item(self, piece: Piece) -> dict[str, str]:
+        """The item out of the plan, its key out of the keys, the items after it one index down (their turns in
+        the conversation follow their new paths); returns their paths, old to new."""
+        keys_piece = next((p for p in self._pieces if p.keys and p.field == piece.field), None)
+        if keys_piece is not None and keys_piece.value is not None:
+            kept = [k for i, k in enumerate(keys_piece.value.items) if i != piece.index]
+            keys_piece.model = resized(keys_piece.model, len(kept))
+            keys_piece.value = keys_piece.model(items=kept)
+        self._pieces.remove(piece)
+        moved: dict[str, str] = {}
+        for other in self._pieces:
+            if other.field == piece.field and other.index is not None and other.index > piece.index:
+                old = other.path
+                other.index -= 1
+                other.path = f"domain.{other.field}[{other.index}]"
+                moved[old] = other.path
+        self._session.turns = [(moved.get(key, key), ask, answer) for key, ask, answer in self._session.turns
+                               if key != piece.path]
+        self._session.order = [p.path for p in self._pieces]
+        return moved

@@ -12,7 +12,7 @@ from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import bounded, named_description, resized, spelled
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
-from openadapt.families.domain import DomainProblem, is_debris
+from openadapt.families.domain import DomainProblem, is_debris, is_prose
 
 
 class LineRepairs(RepairBase):
@@ -68,6 +68,9 @@ class LineRepairs(RepairBase):
         # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another
         # seed: with the same words and seed, run 14's 1.5B sent one symptom line back four times at 0.9.
         repeated, hot = "", False
+        # a list of names is asked for a name: asked for "one more line" of the staff names, the helpdesk's 1.5B
+        # answered 'staff_names' until the tries ran out
+        kind = "line" if any(is_prose(line) for line in items) else "name"
         for tries in range(2 * need):
             if len(lines) >= need:
                 break
@@ -78,7 +81,7 @@ class LineRepairs(RepairBase):
                 # after a repeat, the description without its example: run 15's 1.5B wrote the example back six
                 # times ('ERROR pump-1 request to pump-2 timed out', already the first line)
                 line = self._session.ask_aside(
-                    f"{world}{repeated}Write one more line for {whose} "
+                    f"{world}{repeated}Write one more {kind} for {whose} "
                     f"({without_examples(guide) if hot else guide}) as JSON "
                     f"{{\"line\": ...}}, in this task's world and different from every one of: {json.dumps(shown)}",
                     one, max_tokens=120, temperature=REPEAT_TEMPERATURE if hot else None, reseed=tries,

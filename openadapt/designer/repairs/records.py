@@ -62,7 +62,9 @@ class RecordRepairs(RepairBase):
         """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
         equal) is dropped where the list has more records than its schema needs: nothing is lost, and no request
         is spent. Asked for again alone, the pumps' fourth reading came back with equal values in both attempts
-        of a 20-minute run."""
+        of a 20-minute run. So is a line of such a list that still copies an example after a round asked for it
+        again (the supplier's third persona kept its field description's style tell "We don't really do
+        discounts on list prices." beside one of its own, asked for again twice)."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]$", problem.path)
         if not match or not any(p.path == problem.path and p.message == problem.message for p in self._check()):
             return False  # not of this form, or a record dropped before it moved this one
@@ -70,8 +72,10 @@ class RecordRepairs(RepairBase):
                       and p.value is not None), None)
         name, k = match.group(3), int(match.group(4))
         records = getattr(piece.value, name, None) if piece is not None else None
-        if not isinstance(records, list) or k >= len(records) or not isinstance(records[k], BaseModel):
-            return False  # lines and references have repairs of their own
+        if not isinstance(records, list) or k >= len(records) or not (
+                isinstance(records[k], BaseModel) or (isinstance(records[k], str) and _is_copy(problem.message)
+                                                      and self._rounds_seen.get(str(problem), 0) >= 2)):
+            return False  # lines and references have repairs of their own, but for a copy
         needed = next((m.min_length for m in piece.model.model_fields[name].metadata
                        if getattr(m, "min_length", None) is not None), 0)
         if len(records) <= needed:
@@ -187,3 +191,9 @@ class RecordRepairs(RepairBase):
                 return True
         put(record)
         return False
+
+
+def _is_copy(message: str) -> bool:
+    """Whether a problem says its text was copied (from the worked example or a field description's example)."""
+    return any(m in message for m in ("copied from", "from the worked example", "from the example in this field",
+                                      "is the example in this field"))

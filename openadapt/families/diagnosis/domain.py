@@ -143,8 +143,9 @@ class DiagnosisDomain(Domain):
         "percentage) and {latency} (a duration in ms), e.g. '[P2] {component}: temperature {rate}% above setpoint'."))
     symptom_lines: list[str] = Field(min_length=3, max_length=3, description=(
         "Exactly three log lines a component prints when something it depends on fails; each uses "
-        "{component} and {dependency}. The first says that {dependency} timed out, e.g. 'ERROR {component} "
-        "request to {dependency} timed out'."))
+        "{component} and {dependency}: the first says that {dependency} timed out, the second that it refused "
+        "the connection, the third that it answered with errors, e.g. 'ERROR {component} request to "
+        "{dependency} timed out'."))
     background_lines: list[str] = Field(min_length=4, max_length=10, description=(
         "Routine log lines a healthy component prints (no fault signal); use {component}, may use {n}, {pct}."))
     recovered_line: str = Field(min_length=10, max_length=200, description=(

@@ -424,18 +424,21 @@ def _fit_reservation(persona: object, issues: list) -> object:
 
 
 def _varied_priorities(personas: list) -> list:
-    """The personas, the last one's two highest weights swapped where all of them (three or more) put one term
-    first; as written where anything is not yet well-formed."""
+    """The personas, the two highest weights of the last one whose top two differ swapped where all of them (three
+    or more) put one term first (the supplier's third persona weighed every term 1: the second's were swapped);
+    as written where anything is not yet well-formed."""
     weights = [p.get("weights") if isinstance(p, dict) else None for p in personas]
     if len(personas) < 3 or not all(isinstance(w, dict) and len(w) >= 2 and all(
             isinstance(v, int | float) for v in w.values()) for w in weights):
         return personas
-    tops = {max(w, key=w.get) for w in weights}
-    last = weights[-1]
-    first, second = sorted(last, key=last.get, reverse=True)[:2]
-    if len(tops) > 1 or last[first] == last[second]:
+    if len({max(w, key=w.get) for w in weights}) > 1:
         return personas
-    return [*personas[:-1], {**personas[-1], "weights": {**last, first: last[second], second: last[first]}}]
+    for i in reversed(range(len(personas))):
+        first, second = sorted(weights[i], key=weights[i].get, reverse=True)[:2]
+        if weights[i][first] != weights[i][second]:
+            swapped = {**weights[i], first: weights[i][second], second: weights[i][first]}
+            return [*personas[:i], {**personas[i], "weights": swapped}, *personas[i + 1:]]
+    return personas
 
 
 def _whole(x: float) -> bool:
