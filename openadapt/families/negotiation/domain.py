@@ -227,7 +227,8 @@ class NegotiationDomain(Domain):
             return data
         data["issues"] = [_tidy_issue(i) if isinstance(i, dict) else i for i in data["issues"]]
         if isinstance(data.get("personas"), list):
-            data["personas"] = _varied_priorities([_fit_reservation(p, data["issues"]) for p in data["personas"]])
+            # priorities first: a swap of weights changes the utility the reservation is fitted to
+            data["personas"] = [_fit_reservation(p, data["issues"]) for p in _varied_priorities(data["personas"])]
         return data
 
     # ---- semantic checks ---------------------------------------------------------------------------------

@@ -277,8 +277,9 @@ class WorkflowDomain(Domain):
         six categories in both).
         A policy prefix an earlier scenario has is replaced by one made from the scenario's own name (the first
         letters of its first word, else its words' initials): the helpdesk's three scenarios all wrote 'IT'.
-        A drift that renames the amount field to itself renames it to its next version ('priority' ->
-        'priority_v2'; the helpdesk's third scenario, repaired whole twice, wrote the same name both times)."""
+        A drift that renames the amount field to itself, or to a part of its name, renames it to its next version
+        ('priority' -> 'priority_v2'; the helpdesk's third scenario, repaired whole twice, wrote the same name both
+        times, and its second renamed 'ticket_priority' to 'priority', which the validator found visible at reset)."""
         data = dict(data)
         if not isinstance(data.get("scenarios"), list):
             return data
@@ -300,8 +301,9 @@ class WorkflowDomain(Domain):
                     if len(kept) >= least:
                         scenario[name] = kept
                 scenario = _split_escalate_defer(scenario)
-                amount = scenario.get("amount_field")
-                if isinstance(amount, str) and amount == scenario.get("renamed_field") and len(amount) <= 37:
+                amount, renamed = scenario.get("amount_field"), scenario.get("renamed_field")
+                if (isinstance(amount, str) and isinstance(renamed, str) and renamed.lower() in amount.lower()
+                        and len(amount) <= 37):
                     scenario["renamed_field"] = f"{amount}_v2"  # how a versioned API renames a field
             scenarios.append(scenario)
         data["scenarios"] = _distinct_prefixes(scenarios)
@@ -371,6 +373,10 @@ class WorkflowDomain(Domain):
         if s.amount_field == s.renamed_field:
             p.append(DomainProblem(path=f"{at}.renamed_field", message="must differ from amount_field (the drift "
                                    "renames it)"))
+        elif s.renamed_field.lower() in s.amount_field.lower():
+            p.append(DomainProblem(path=f"{at}.renamed_field", message=(
+                f"is part of amount_field {s.amount_field!r}, which every task record shows: the drift's new name "
+                "would be seen before the drift")))
         for name in ("amount_field", "renamed_field"):
             if getattr(s, name) in VIEW_KEYS:
                 p.append(DomainProblem(path=f"{at}.{name}", message=(
