@@ -534,9 +534,9 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     problem = next(p for p in copied_from_example(draft, example) if p.path == at)
     assert unquoted(str(problem)) == f"{at}: {shown}"  # as a record's repair lists it
     draft["faults"][0]["evidence"][0] = message  # the feedback written into the field
-    flagged = {p.path: p.message for p in copied_from_example(draft, example)}
-    assert "repeats the designer's feedback" in flagged[at]
-    assert not any(".tools." in path for path in flagged)  # a record of names any world may use is not judged
+    found = copied_from_example(draft, example)
+    assert any("repeats the designer's feedback" in p.message for p in found if p.path == at)
+    assert not any(".tools." in p.path for p in found)  # a record of names any world may use is not judged
 
 
 class _Repair(BaseModel):
@@ -596,6 +596,20 @@ def test_a_negotiation_reply_in_its_fields_general_form_is_no_copy_but_a_deal_fr
     data["personas"][1]["style_tells"][0] = "We don't really do discounts on list prices."
     assert [p.path for p in described_texts(data, family.domain)] == ["domain.subjects[0]",
                                                                         "domain.personas[1].style_tells[0]"]
+
+
+def test_a_descriptions_example_with_a_word_changed_is_a_copy_unless_its_words_are_the_tasks():
+    from openadapt.designer.copying import described_texts
+
+    family = get_family("negotiation")
+    data = family.load_example("freight_rate").model_dump(mode="json")
+    # the supplier's published subjects: the description's "5,000 DC-DC converter modules (part VX-240)" in the
+    # singular, which no six-word phrase of it matched
+    data["subjects"][1] = "The AI agent must ensure that the DC-DC converter module (part VX-240) arrives on time"
+    assert [p.path for p in described_texts(data, family.domain)] == ["domain.subjects[1]"]
+    # the same words in the task are this world's own
+    task = "Train an agent to buy DC-DC converter module parts from a supplier by email"
+    assert not described_texts(data, family.domain, task=task)
 
 
 def test_what_the_worked_example_shares_with_only_some_other_examples_is_a_copy_of_their_kind_of_world():

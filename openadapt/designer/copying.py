@@ -16,7 +16,8 @@ from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_
 ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
 
 
-def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = ()) -> list[DomainProblem]:
+def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = (),
+                        task: str = "") -> list[DomainProblem]:
     """Names and long texts taken over from the worked example (another world) instead of written for this one.
     What it shares with every other example of the family is the family's common vocabulary, not its world; what
     it shares with only some of them is the vocabulary of a kind of world (the Kubernetes example and the incident
@@ -57,7 +58,8 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
             problems.append(DomainProblem(path=path, message="this text repeats the designer's feedback instead of "
                                           "saying something of this world: write what the field asks for"))
     known = {v for domain in [example, *others] for _, v in iter_texts(domain)}
-    return problems + described_identifiers(data, type(example), known) + described_texts(data, type(example))
+    return (problems + described_identifiers(data, type(example), known)
+            + described_texts(data, type(example), task=task))
 
 
 # Words of the problems the repairs send back, which no world's text holds: an answer that holds them wrote the
@@ -90,7 +92,7 @@ def _same(a: str, b: str) -> bool:
     return a.strip().rstrip(".").lower() == b.strip().rstrip(".").lower()
 
 
-def described_texts(data: Any, model: type[BaseModel], path: str = "domain") -> list[DomainProblem]:
+def described_texts(data: Any, model: type[BaseModel], path: str = "domain", task: str = "") -> list[DomainProblem]:
     """Texts that are their own field's quoted example, or take one of its phrases over: the example shows the
     shape a text takes, in a world of the description's own. The irrigation pumps' package (the first the
     benchmark validated) had the noise line 'INFO {component} defrost cycle completed on schedule', a cold room's,
@@ -109,7 +111,7 @@ def described_texts(data: Any, model: type[BaseModel], path: str = "domain") -> 
             where = [f"{path}.{name}[{i}]" for i in range(len(value))] if isinstance(value, list) else []
         if item is not None and isinstance(value, list):
             for at, entry in zip(where, value, strict=False):
-                problems += described_texts(entry, item, at)
+                problems += described_texts(entry, item, at, task)
             continue
         examples = _QUOTED_TEXT.findall(info.description or "")
         if not examples or name in getattr(model, "NAMED_LINES", {}) or name in getattr(model, "FORMS", ()):
@@ -117,6 +119,10 @@ def described_texts(data: Any, model: type[BaseModel], path: str = "domain") -> 
         texts = [(f"{path}.{name}", value)] if isinstance(value, str) else list(zip(where, value, strict=False)) \
             if isinstance(value, list) else []
         runs = set().union(*(_runs(e) for e in examples))
+        # the task's own words are this world's, whatever a description's example says ('called in sick at' in an
+        # operating-rooms task about a surgeon who called in sick)
+        common = _everyones_words(model) | frozenset(_words(task))
+        templates = set().union(*(_rare_runs(e, common) for e in examples))
         for at, text in texts:
             if not isinstance(text, str):
                 continue
@@ -124,7 +130,8 @@ def described_texts(data: Any, model: type[BaseModel], path: str = "domain") -> 
                 problems.append(DomainProblem(path=at, message=(
                     "this text is the example in this field's description, from another world: write this "
                     "world's own")))
-            elif taken := [r for r in phrases(text) if r in runs]:
+            elif taken := ([r for r in phrases(text) if r in runs]
+                           + [r for r in _rare_runs(text, common) if r in templates]):
                 problems.append(DomainProblem(path=at, message=(
                     f"this text takes {' '.join(taken[0])!r} from the example in this field's description, "
                     "another world: write it in this world's own words")))

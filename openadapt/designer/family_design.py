@@ -399,7 +399,7 @@ class FamilyDomainDesigner(PieceRepairs):
             problems = []
         except DomainError as exc:
             problems = exc.problems
-        return missing + problems + copied_from_example(data, self._example, self._others)
+        return missing + problems + copied_from_example(data, self._example, self._others, self.task)
 
     def _candidate(self, notes: dict[str, Any], started: float) -> Candidate:
         """The attempt's candidate after piece repairs; its usage is this attempt's own (the session's is the
