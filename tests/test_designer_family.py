@@ -1555,6 +1555,27 @@ def test_the_worked_examples_template_with_this_worlds_names_filled_in_is_a_copy
                                    example, others)
 
 
+class OtherFamilyModel(ScriptedModel):
+    """A scripted model writing another family's example world: its lists keyed as the family keys them, and a
+    numbered text of its own for each text asked for alone (the example's texts that its own descriptions quote
+    come back as copies)."""
+
+    def __init__(self, family, world: dict):
+        super().__init__(world, fits={family.name: 9})
+        self.keys = dict(family.domain.KEYS)
+
+    def answer(self, text: str, title: str):
+        if 'as JSON {"text": ...}' in text:
+            return {"text": f"World text number {len(self.asked)} of its own"}
+        return super().answer(text, title)
+
+
+def design_with(llm, model: ScriptedModel, name: str, task: str):
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), name, task, kind="openai-compatible")
+    return designer, designer.design()
+
+
 def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_line(llm):
     """`too_few`'s problems ('has 11 item(s); at least 15 are needed ...') are topped up like the schema's: the
     helpdesk's staff names were asked for again whole, and came back the same 11, until the time limit."""
@@ -1563,22 +1584,17 @@ def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_li
     world["subject_names"] = world["subject_names"][:7]  # the schema takes them; the tiers need 10
     world["agent_role"] = "the reporting clerk of a chain of garden centres"  # the seed's is the description's
 
-    class Names(ScriptedModel):
+    class Names(OtherFamilyModel):
         def answer(self, text: str, title: str):
             if "Write one more name for the domain's `subject_names`" in text:
                 return {"line": f"Store number {'ABCDEFGHIJ'[len(self.asked) % 10]}{len(self.asked)}"}
             if "Write one more name for the domain's `mailboxes`" in text:  # the plan asked for fewer too
                 return {"line": "desk" + "".join(chr(97 + int(d)) for d in str(len(self.asked)))}
-            if 'as JSON {"text": ...}' in text:  # the seed's texts that are its descriptions' examples
-                return {"text": f"Garden centre text number {len(self.asked)}"}
             return super().answer(text, title)
 
-    model = Names(world, fits={"report": 9})
-    model.keys = dict(family.domain.KEYS)
-    llm.responder = model
-    designer = FamilyDomainDesigner(LLMClient(config(llm)), "sales", "Train an agent to compile the daily sales "
-                                    "report and email it to the store managers", kind="openai-compatible")
-    candidate = designer.design()
+    model = Names(family, world)
+    _, candidate = design_with(llm, model, "sales", "Train an agent to compile the daily sales report and email "
+                               "it to the store managers")
     asked = [a for a in model.asked if "one more name for the domain's `subject_names`" in a]
     assert len(asked) >= 3  # one at a time, as many as the piece asks for (it may ask for more than 10)
     assert not any("subject_names" in p for p in candidate.problems)
@@ -1593,20 +1609,15 @@ def test_an_item_still_wrong_after_a_round_of_repairs_is_dropped_where_the_list_
     hopeless = world["scenarios"][2]
     hopeless["escalate_categories"] = ["critical", "urgent", "contract_breach_notice"]  # two undefined categories
 
-    class SameAnswer(ScriptedModel):
+    class SameAnswer(OtherFamilyModel):
         def answer(self, text: str, title: str):
-            if 'as JSON {"text": ...}' in text:
-                return {"text": f"Desk text number {len(self.asked)} of this world"}
             if text.startswith("Your `domain.scenarios[2]` has problems"):
                 return hopeless  # what a small model sends back, however it is asked
             return super().answer(text, title)
 
-    model = SameAnswer(world, fits={"workflow": 9})
-    model.keys = dict(family.domain.KEYS)
-    llm.responder = model
-    designer = FamilyDomainDesigner(LLMClient(config(llm)), "desk", "Train an agent to route IT helpdesk tickets "
-                                    "to the right team", kind="openai-compatible")
-    candidate = designer.design()
+    model = SameAnswer(family, world)
+    designer, candidate = design_with(llm, model, "desk", "Train an agent to route IT helpdesk tickets to the right "
+                                      "team")
     assert sum(a.startswith("Your `domain.scenarios[2]` has problems") for a in model.asked) == 1  # one repair
     assert not any("scenarios" in p for p in candidate.problems), candidate.problems
     scenarios = [p for p in designer._pieces if p.field == "scenarios" and not p.keys]

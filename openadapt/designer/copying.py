@@ -67,6 +67,13 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
 # shift_to_standby' from the example in this field's description, another world: ...").
 _FEEDBACK_MARKERS = ("this field's description", "from the worked example", "in this world's own words",
                      "write this world's own")
+def is_copy(message: str) -> bool:
+    """Whether a problem of this module says its text was copied (from the worked example or from a field
+    description's example)."""
+    return any(m in message for m in ("copied from", "from the worked example", "from the example in this field",
+                                      "is the example in this field"))
+
+
 # after an optional "domain.path: " (a problem as `str(DomainProblem)` spells it)
 _QUOTED_COPY = re.compile(r"""^(\S+: )?(this text takes |)"""
                           r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")( from| is copied from)""")

@@ -155,7 +155,7 @@ class KeyRepairs(RepairBase):
                 tries[path] = tries.get(path, 0) + 1 if count else 0
             info = self._family.domain.model_fields[name]
             needed = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
-            hopeless = [p for p in items if wrong[p.path] >= 2 and tries[p.path] >= 2 and p.value is not None]
+            hopeless = [p for p in items if wrong[p.path] >= 2 and tries[p.path] >= 2]
             for piece in hopeless[:1]:  # one a round: the rest are judged again without it
                 if len(items) <= needed or self._named_elsewhere(piece) or not self._fewer_without(piece, problems):
                     continue

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.copying import unquoted
+from openadapt.designer.copying import is_copy, unquoted
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
@@ -73,7 +73,7 @@ class RecordRepairs(RepairBase):
         name, k = match.group(3), int(match.group(4))
         records = getattr(piece.value, name, None) if piece is not None else None
         if not isinstance(records, list) or k >= len(records) or not (
-                isinstance(records[k], BaseModel) or (isinstance(records[k], str) and _is_copy(problem.message)
+                isinstance(records[k], BaseModel) or (isinstance(records[k], str) and is_copy(problem.message)
                                                       and self._rounds_seen.get(str(problem), 0) >= 2)):
             return False  # lines and references have repairs of their own, but for a copy
         needed = next((m.min_length for m in piece.model.model_fields[name].metadata
@@ -191,9 +191,3 @@ class RecordRepairs(RepairBase):
                 return True
         put(record)
         return False
-
-
-def _is_copy(message: str) -> bool:
-    """Whether a problem says its text was copied (from the worked example or a field description's example)."""
-    return any(m in message for m in ("copied from", "from the worked example", "from the example in this field",
-                                      "is the example in this field"))
