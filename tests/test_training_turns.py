@@ -166,13 +166,12 @@ def test_train_turns_trains_on_a_seeded_subset_of_a_long_episodes_turns(tmp_path
     trace = EpisodeTrace(seed=1, eci=1, prompt_ids=[1], rows=[TurnRow(prompt_ids=[k], completion_ids=[k])
                                                                for k in range(6)])
     rollout = EnvironmentRollout(make_config(tmp_path, train_turns=2, context="last"), None, None)
-    picked = rollout._trained_rows(trace, step=3, index=0)
-    assert len(picked) == 2 and picked == rollout._trained_rows(trace, step=3, index=0)  # same draw on a resume
-    assert [r.prompt_ids[0] for r in picked] == sorted(r.prompt_ids[0] for r in picked)  # in turn order
-    assert {tuple(r.prompt_ids) for s in range(20) for r in rollout._trained_rows(trace, s, 0)} == \
-        {(k,) for k in range(6)}  # every turn gets its turn
+    picked = rollout._trained_turns(trace, step=3, index=0)
+    assert len(picked) == 2 and picked == rollout._trained_turns(trace, step=3, index=0)  # same draw on a resume
+    assert picked == sorted(picked)  # in turn order
+    assert {k for s in range(20) for k in rollout._trained_turns(trace, s, 0)} == set(range(6))  # each gets a turn
     everything = EnvironmentRollout(make_config(tmp_path, context="last"), None, None)
-    assert everything._trained_rows(trace, 3, 0) == trace.rows
+    assert everything._trained_turns(trace, 3, 0) == list(range(6))
 
 
 def test_tiny_fits_its_tokens_per_turn_to_the_packages_actions(tmp_path):
@@ -347,6 +346,59 @@ def test_explore_credit_positive_needs_the_turn_trainer():
 
     with pytest.raises(ValueError, match="explore_credit 'positive' .* needs context 'last'"):
         SolverSettings(model="tiny", context="full", explore=0.5, explore_credit="positive")
+
+
+def play(seed: int, eci: int, actions: list[str]) -> float:
+    """The return of `actions` played on a fresh incident_triage episode."""
+    pkg = load("seed:incident_triage")
+    env = pkg.make_env()
+    env.reset(seed=seed, eci=eci)
+    return sum(float(env.step(pkg.protocol.parse(a).action).reward) for a in actions)
+
+
+def test_turn_credit_values_each_turn_by_the_policys_continuations_from_the_state_it_left(tmp_path):
+    """credit="turn": a group of four at ECI 3 (two turns at most): read the root then diagnose right; read the
+    root then diagnose wrong; read a bystander then diagnose wrong; diagnose right at once. Each read's state is
+    valued by two scripted continuations. The read of the root followed by a wrong diagnosis is credited (its
+    state's value beats the group's mean) and the wrong diagnosis blamed; the bystander read is blamed; each
+    episode's advantages still sum to its own return minus the group's mean."""
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
+                         context="last", scale_rewards="none", credit="turn", value_samples=2)
+    with Solver.create(config) as solver:
+        _, (spec,) = solver.rollout.specs(0, 1)
+        s, e = spec.seed, spec.eci
+        inc = incident(s, e)
+        other = json.dumps({"tool": "inspect_logs", "component": next(c for c in inc.logs if c not in inc.path)})
+        read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
+        replies = [read, read, other, right, right, wrong, wrong,  # the episodes' two turns
+                   right, wrong, right, right, wrong, wrong]  # two continuations after each read
+        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
+        captured: dict = {}
+        build = solver.trainer._generate_and_score_completions
+        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
+        solver.train()
+        traces = solver.rollout.last_traces
+    assert [t.solved for t in traces] == [True, False, False, True]
+    good, bad, stray, guess = (quantize(play(s, e, a)) for a in ([read, right], [read, wrong], [other, wrong],
+                                                                   [right]))
+    assert [quantize(t.episode_return) for t in traces] == [good, bad, stray, guess]
+    mean = (good + bad + stray + guess) / 4
+    after_read = (good + bad) / 2, (good + good) / 2, stray
+    expected = [after_read[0] - mean, good - after_read[0], after_read[1] - mean, bad - after_read[1],
+                after_read[2] - mean, stray - after_read[2], guess - mean]
+    advantages = captured["advantages"].tolist()
+    assert advantages == pytest.approx(expected, abs=3e-4)  # values are quantized like rewards
+    assert advantages[2] > 0 > advantages[3]  # the root read credited, the wrong diagnosis after it blamed
+    assert advantages[4] < 0  # reading a bystander: nothing to diagnose from
+    assert advantages[0] + advantages[1] == pytest.approx(good - mean, abs=3e-4)
+    assert RunDir(tmp_path / "run").metrics()[0]["value_continuations"] == 6
+
+
+def test_turn_credit_needs_the_turn_trainer():
+    from openadapt.training.config import SolverSettings
+
+    with pytest.raises(ValueError, match="credit 'turn' .* needs context 'last'"):
+        SolverSettings(model="tiny", context="full", credit="turn")
 
 
 def test_explore_refuses_a_package_whose_action_has_no_choice_field():

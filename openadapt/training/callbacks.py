@@ -56,6 +56,7 @@ class MetricsWriter(TrainerCallback):
             "package": stats.package, "episodes": stats.episodes,
             "reward_mean": stats.reward_mean, "reward_std": stats.reward_std, "solve_rate": stats.solve_rate,
             "finished_rate": stats.finished_rate, "turns_mean": stats.turns_mean, "explored": stats.explored,
+            "value_continuations": stats.value_continuations,
             "components": stats.components, "tier_mix": stats.tier_mix,
             "seconds_per_step": round(seconds, 4), "rollout_s": stats.rollout_s,
             "tokens_per_s": round((stats.prompt_tokens + stats.completion_tokens) / seconds, 1),

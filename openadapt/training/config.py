@@ -126,6 +126,13 @@ class SolverSettings(BaseModel):
         "self-imitation): the model did not choose a drawn opening, so an episode that opened with one and fell "
         "behind its group says nothing against what the model would choose, while 'all' pushes the drawn choice "
         "down in every such episode. The model's own tokens are trained either way; context 'last' only")
+    credit: Literal["episode", "turn"] = Field(
+        default="episode", description="context 'last': what each turn of an episode is trained with: its episode's "
+        "GRPO advantage ('episode'), or the change it made to the return the policy can expect ('turn'), valued "
+        "by playing the policy on from the state after each turn `value_samples` times (VinePPO): a useful read "
+        "followed by a wrong answer is then credited, the answer blamed. Costs those extra episodes on every "
+        "multi-turn episode")
+    value_samples: int = Field(default=4, ge=1, description="credit 'turn': continuations that value each state")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)
@@ -179,6 +186,8 @@ class SolverSettings(BaseModel):
         if self.explore_credit == "positive" and self.context != "last":
             raise ValueError("explore_credit 'positive' masks an explored opening's tokens in its own training row: "
                              "it needs context 'last'")
+        if self.credit == "turn" and self.context != "last":
+            raise ValueError("credit 'turn' trains each turn as its own row: it needs context 'last'")
         if self.reference == "tier" and not movable:
             raise ValueError("reference 'tier' moves the KL reference model: it needs beta > 0 and a fully "
                              "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from openadapt.envpkg.textenv import TextEnv
 from openadapt.training.config import TrainConfig
+from openadapt.training.credit import row_values, turn_values
 from openadapt.training.envinfo import TrainingError
 from openadapt.training.episodes import EpisodeOutcome, TierPlan, tier_rng, training_seed
 from openadapt.training.rollout import (
@@ -56,6 +57,7 @@ class StepStats(BaseModel):
     generated_tokens: int
     rollout_s: float
     explored: int = 0  # episodes whose first turn opened with an exploration draw (`explore`)
+    value_continuations: int = 0  # episodes played to value the turns' states (`credit="turn"`)
 
 
 def episode_reward(trace: EpisodeTrace, kind: str) -> float:
@@ -172,9 +174,11 @@ class EnvironmentRollout:
         started = time.perf_counter()
         model.eval()  # generation: KV cache on even with gradient checkpointing
         try:
-            traces = run_episodes(self.envs, specs, self._generator(trainer), self.tokenizer,
+            generate = self._generator(trainer)
+            traces = run_episodes(self.envs, specs, generate, self.tokenizer,
                                   system_prompt=self.system_prompt if self.config.system_prompt else None,
                                   stop_ids=eos_ids(self.tokenizer, model), context=self.config.context)
+            values, continuations = self._turn_values(traces, specs, generate, model)
         finally:
             if was_training:
                 model.train()
@@ -182,6 +186,7 @@ class EnvironmentRollout:
         self.last_traces = traces
         self.stats = summarise_step(traces, self.config.reward, step + 1, self.package, seconds)
         self.stats.explored = sum(bool(spec.opening) for spec in specs)
+        self.stats.value_continuations = continuations
         if self.on_episode is not None:
             for i, trace in enumerate(traces):
                 self.on_episode(EpisodeOutcome(
@@ -192,9 +197,16 @@ class EnvironmentRollout:
         batch: dict[str, Any] = {}
         if self.config.context == "last":
             # (episode, prompt, completion, leading tokens trained only on a positive advantage)
+            # (..., value before the turn, value after it): `credit="turn"`, else None (the episode's advantage)
             positive_only = self.config.explore_credit == "positive"
-            batch["turn_rows"] = [(i, row.prompt_ids, row.completion_ids, row.opening if positive_only else 0)
-                                  for i, t in enumerate(traces) for row in self._trained_rows(t, step, i)]
+            batch["turn_rows"] = []
+            for i, trace in enumerate(traces):
+                turn_values = row_values(values[i], quantize(episode_reward(trace, self.config.reward))) \
+                    if values else [(None, None)] * len(trace.rows)
+                for k in self._trained_turns(trace, step, i):
+                    row = trace.rows[k]
+                    batch["turn_rows"].append((i, row.prompt_ids, row.completion_ids,
+                                               row.opening if positive_only else 0, *turn_values[k]))
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
         return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],
@@ -211,15 +223,28 @@ class EnvironmentRollout:
         }
 
 
-    def _trained_rows(self, trace: EpisodeTrace, step: int, index: int) -> list[Any]:
+    def _trained_turns(self, trace: EpisodeTrace, step: int, index: int) -> list[int]:
         """The turns of an episode the loss trains on: all, or `train_turns` of them drawn uniformly (seeded by
         the step and the episode, so a resumed run draws the same)."""
         limit = self.config.train_turns
         if limit is None or len(trace.rows) <= limit:
-            return trace.rows
-        keep = sorted(random.Random(f"openadapt-turns:{self.config.seed}:{step}:{index}").sample(
+            return list(range(len(trace.rows)))
+        return sorted(random.Random(f"openadapt-turns:{self.config.seed}:{step}:{index}").sample(
             range(len(trace.rows)), limit))
-        return [trace.rows[k] for k in keep]
+
+    def _turn_values(self, traces: list[EpisodeTrace], specs: list[EpisodeSpec], generate: Generator,
+                     model: Any) -> tuple[list[list[float]], int]:
+        """`credit="turn"`: the value of the state after each turn but an episode's last (`credit.turn_values`,
+        quantized like the rewards), and how many continuations that took; else nothing."""
+        if self.config.credit != "turn":
+            return [], 0
+        plain = [spec.model_copy(update={"opening": None}) for spec in specs]
+        values, played = turn_values(
+            traces, plain, self.envs, generate, self.tokenizer,
+            lambda t: episode_reward(t, self.config.reward), samples=self.config.value_samples,
+            system_prompt=self.system_prompt if self.config.system_prompt else None,
+            stop_ids=eos_ids(self.tokenizer, model))
+        return [[quantize(v) for v in episode] for episode in values], played
 
 
 def choice_openings(system_prompt: str, package: str, only: list[str] | None = None,

@@ -72,6 +72,9 @@ class EpisodeSpec(BaseModel):
     eci: int
     max_turns: int | None = Field(default=None, description="this episode's turn limit (None: the run's)")
     opening: Opening | None = Field(default=None, description="what the first reply starts with (exploration)")
+    prefix: list[str] = Field(default_factory=list, description="actions stepped before the model plays (a "
+                              "continuation from a state an episode reached: `credit.turn_values`); they count "
+                              "against the turn limit and are in the trace's turns and return, never in its rows")
 
 
 class TurnRow(BaseModel):
@@ -194,8 +197,9 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
             text = spec.opening.text(first.observation)
             episode.opening = list(tokenizer(text, add_special_tokens=False)["input_ids"])
         live.append(episode)
-    active = list(live)
-    turn = 0
+        if spec.prefix:
+            _replay(episode, spec.prefix, system_prompt, tokenizer, context)
+    active = [e for e in live if not e.trace.finished and len(e.trace.turns) < e.limit]
     while active:
         replies = generate([e.context_ids + e.opening for e in active])
         still = []
@@ -210,13 +214,10 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
             trace.completion_ids += reply
             trace.env_mask += [1] * len(reply)
             trace.generated_tokens += len(reply)
-            trace.turns.append(Turn(action=text, reward=float(step.reward), done=step.done, error=step_error(step)))
-            trace.episode_return = round(trace.episode_return + float(step.reward), 6)
-            trace.final_reward = float(step.reward)
+            _record(trace, text, step)
             if step.done:
-                trace.record_end(step)
                 continue
-            if turn + 1 >= episode.limit:
+            if len(trace.turns) >= episode.limit:
                 continue  # cut by its turn limit: not finished, not solved
             if context == "last":
                 episode.context_ids = prompt_ids(tokenizer, first_messages(system_prompt, step.prompt, tokenizer))
@@ -230,5 +231,26 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
                 episode.context_ids = trace.prompt_ids + trace.completion_ids
             still.append(episode)
         active = still
-        turn += 1
     return [e.trace for e in live]
+
+
+def _record(trace: EpisodeTrace, action: str, step: TextStep) -> None:
+    trace.turns.append(Turn(action=action, reward=float(step.reward), done=step.done, error=step_error(step)))
+    trace.episode_return = round(trace.episode_return + float(step.reward), 6)
+    trace.final_reward = float(step.reward)
+    if step.done:
+        trace.record_end(step)
+
+
+def _replay(episode: _Live, prefix: Sequence[str], system_prompt: str | None, tokenizer: Any,
+            context: Context) -> None:
+    """Step `prefix`'s actions as if the model had written them; the episode goes on from the state they leave
+    (context 'last' only: a 'full' context would need the replies' tokens)."""
+    if context != "last":
+        raise TrainingError("a replayed prefix needs context 'last'")
+    for action in prefix:
+        step = episode.env.step(action)
+        _record(episode.trace, action, step)
+        if step.done:
+            return
+        episode.context_ids = prompt_ids(tokenizer, first_messages(system_prompt, step.prompt, tokenizer))

@@ -11,8 +11,9 @@ turns:
    TRL's group-relative one (reward minus its group's mean, divided by the group's std unless
    `scale_rewards="none"`), computed exactly as `GRPOTrainer` does;
 3. every turn of the episode becomes one training row, `prompt` = the exact tokens that turn was generated from,
-   `completion` = the tokens the model wrote, with its episode's advantage (turn-level credit: each decision of
-   an episode that beat its group is reinforced, each of one that fell behind is discouraged); a row's leading
+   `completion` = the tokens the model wrote, with its episode's advantage (each decision of an episode that
+   beat its group is reinforced, each of one that fell behind is discouraged), or with `credit="turn"` the
+   change in estimated value the turn made (`credit.py`, scaled like the episode's advantage); a row's leading
    tokens that an exploration draw wrote (`explore_credit="positive"`) are trained only where the advantage is
    positive (self-imitation: the model did not choose them, so a draw that did badly says nothing against it);
 4. the loss is TRL's own (`GRPOTrainer._compute_loss`, the configured `loss_type`, KL to the reference model when
@@ -34,15 +35,15 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 
 class TurnGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` whose `rollout_func` returns `turn_rows` (episode index, prompt ids, completion ids, leading
-    completion tokens trained only on a positive advantage) beside TRL's per-episode keys; see the module
-    docstring."""
+    completion tokens trained only on a positive advantage, the value before and after the turn or None) beside
+    TRL's per-episode keys; see the module docstring."""
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         device = self.accelerator.device
         mode = "train" if self.model.training else "eval"
         prompts = [x["prompt"] for x in inputs]
         output = self.rollout_func(prompts, self)
-        rows: list[tuple[int, list[int], list[int], int]] = output.pop("turn_rows")
+        rows: list[tuple[int, list[int], list[int], int, float | None, float | None]] = output.pop("turn_rows")
         for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
             output.pop(key, None)
         episodes = len(prompts)
@@ -69,6 +70,7 @@ class TurnGRPOTrainer(GRPOTrainer):
         if self.scale_rewards != "none":
             advantages = advantages / (std + 1e-4)
         advantages = torch.nan_to_num(advantages, nan=0.0)
+        scale = std + 1e-4 if self.scale_rewards != "none" else torch.ones_like(std)
 
         # ---- one training row per turn ------------------------------------------------------------------------
         pad_id = self._tokenizer.pad_token_id
@@ -83,7 +85,11 @@ class TurnGRPOTrainer(GRPOTrainer):
             stops = [*self.eos_token_ids, pad_id]
             truncated = torch.tensor([not r[2] or r[2][-1] not in stops for r in rows], device=device)
             completion_mask = completion_mask * (~truncated).unsqueeze(1).int()
-        row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)]
+        row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)].clone()
+        for k, (episode, *_, before, after) in enumerate(rows):
+            if after is not None:  # credit="turn": the change in value this turn made (credit.py)
+                start = mean[episode] if before is None else before
+                row_advantages[k] = torch.nan_to_num((after - start) / scale[episode], nan=0.0)
         for k, row in enumerate(rows):
             if row[3] and row_advantages[k] <= 0:
                 completion_mask[k, :row[3]] = 0
