@@ -394,6 +394,28 @@ def test_turn_credit_values_each_turn_by_the_policys_continuations_from_the_stat
     assert RunDir(tmp_path / "run").metrics()[0]["value_continuations"] == 6
 
 
+def test_turn_credit_scales_by_the_spread_of_the_turns_changes_not_of_the_returns(tmp_path):
+    """Four episodes of a group read the root and diagnose right: equal returns, zero spread. One read's state is
+    valued lower (one of its two continuations diagnoses wrong), so its read is blamed and its answer credited;
+    divided by the returns' zero spread those two would be 10,000-fold, scaled by the turns' own spread they
+    stay of unit size, and the other turns stay exactly zero."""
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
+                         context="last", scale_rewards="group", credit="turn", value_samples=2)
+    with Solver.create(config) as solver:
+        _, (spec,) = solver.rollout.specs(0, 1)
+        s, e = spec.seed, spec.eci
+        read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
+        replies = [read] * 4 + [right] * 4 + [right, wrong] + [right] * 6
+        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
+        captured: dict = {}
+        build = solver.trainer._generate_and_score_completions
+        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
+        solver.train()
+    advantages = captured["advantages"].tolist()
+    assert advantages[0] < 0 < advantages[1] and max(abs(a) for a in advantages) < 5
+    assert advantages[2:] == [0.0] * 6
+
+
 def test_turn_credit_needs_the_turn_trainer():
     from openadapt.training.config import SolverSettings
 

@@ -13,7 +13,7 @@ turns:
 3. every turn of the episode becomes one training row, `prompt` = the exact tokens that turn was generated from,
    `completion` = the tokens the model wrote, with its episode's advantage (each decision of an episode that
    beat its group is reinforced, each of one that fell behind is discouraged), or with `credit="turn"` the
-   change in estimated value the turn made (`credit.py`, scaled like the episode's advantage); a row's leading
+   change in estimated value the turn made (`credit.py`, scaled by the spread of those changes); a row's leading
    tokens that an exploration draw wrote (`explore_credit="positive"`) are trained only where the advantage is
    positive (self-imitation: the model did not choose them, so a draw that did badly says nothing against it);
 4. the loss is TRL's own (`GRPOTrainer._compute_loss`, the configured `loss_type`, KL to the reference model when
@@ -70,7 +70,6 @@ class TurnGRPOTrainer(GRPOTrainer):
         if self.scale_rewards != "none":
             advantages = advantages / (std + 1e-4)
         advantages = torch.nan_to_num(advantages, nan=0.0)
-        scale = std + 1e-4 if self.scale_rewards != "none" else torch.ones_like(std)
 
         # ---- one training row per turn ------------------------------------------------------------------------
         pad_id = self._tokenizer.pad_token_id
@@ -85,11 +84,9 @@ class TurnGRPOTrainer(GRPOTrainer):
             stops = [*self.eos_token_ids, pad_id]
             truncated = torch.tensor([not r[2] or r[2][-1] not in stops for r in rows], device=device)
             completion_mask = completion_mask * (~truncated).unsqueeze(1).int()
-        row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)].clone()
-        for k, (episode, *_, before, after) in enumerate(rows):
-            if after is not None:  # credit="turn": the change in value this turn made (credit.py)
-                start = mean[episode] if before is None else before
-                row_advantages[k] = torch.nan_to_num((after - start) / scale[episode], nan=0.0)
+        row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)]
+        if rows and rows[0][5] is not None:
+            row_advantages = self._turn_advantages(rows, mean, g)
         for k, row in enumerate(rows):
             if row[3] and row_advantages[k] <= 0:
                 completion_mask[k, :row[3]] = 0
@@ -134,6 +131,25 @@ class TurnGRPOTrainer(GRPOTrainer):
         self._pending_metrics.clear()
         self._pending_extra_logs.clear()
         return result
+
+    def _turn_advantages(self, rows: list[tuple], mean: torch.Tensor, group: int) -> torch.Tensor:
+        """credit="turn": each row's change in value (credit.py), scaled by the std of those changes over its
+        group's rows (or the step's, or not at all, as `scale_rewards` says). Not by the std of the episodes'
+        rewards: a group whose returns are all equal can still hold turns that changed the value, and dividing
+        those by a zero spread would blow them up ten-thousandfold."""
+        raw = torch.tensor([after - (float(mean[episode]) if before is None else before)
+                            for episode, *_, before, after in rows], device=mean.device)
+        if self.scale_rewards == "none":
+            return raw
+        groups = torch.tensor([r[0] // group for r in rows], device=mean.device)
+        if self.scale_rewards == "batch" or len(rows) < 2:
+            return raw / ((raw.std() if len(rows) > 1 else 0.0) + 1e-4)
+        scaled = torch.zeros_like(raw)
+        for g in groups.unique():
+            where = groups == g
+            spread = raw[where].std() if int(where.sum()) > 1 else torch.tensor(0.0)
+            scaled[where] = raw[where] / (spread + 1e-4)
+        return scaled
 
     def _reference_logps(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: int,
                          batch: int) -> torch.Tensor:
