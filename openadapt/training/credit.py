@@ -10,10 +10,11 @@ times (same seed and tier, the turns so far replayed, the rest sampled at the tr
 the returns. For an episode with turns 1..n, return R and group mean b:
 
     V_0 = b (GRPO's baseline),  V_t = mean return of the continuations after turn t,  V_n = R
-    advantage of turn t = V_t - V_(t-1)   (then scaled as `scale_rewards` says)
+    advantage of turn t = V_t - V_(t-1)   (then divided by the spread of these changes: turns.py)
 
-The turns' advantages sum to R - b, the episode's own GRPO advantage; what changes is which turn gets it. Nothing
-privileged is used: the continuations are the policy's own episodes in the environment, scored by its reward.
+The turns' changes sum to R - b, the episode's own advantage before scaling; what changes is which turn gets
+it. Nothing privileged is used: the continuations are the policy's own episodes in the environment, scored by
+its reward.
 """
 
 from __future__ import annotations
