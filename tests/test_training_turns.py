@@ -426,3 +426,72 @@ def test_turn_credit_needs_the_turn_trainer():
 def test_explore_refuses_a_package_whose_action_has_no_choice_field():
     with pytest.raises(TrainingError, match="explore needs an action with a choice field"):
         choice_openings('Reply with JSON: {"properties": {"text": {"type": "string"}}, "type": "object"}', "free")
+
+
+def test_imitate_adds_the_nll_of_solved_turns_to_grpos_loss(tmp_path):
+    """Self-imitation: a group at ECI 3 where two episodes solve (read the root then diagnose; diagnose at once)
+    and two do not. The term samples turns of the solved episodes only, and compute_loss adds `imitate` x their
+    mean per-token negative log-likelihood (computed here independently from the model's logits) to GRPO's."""
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
+                         context="last", imitate=0.5, imitate_batch=3)
+    with Solver.create(config) as solver:
+        _, (spec,) = solver.rollout.specs(0, 1)
+        s, e = spec.seed, spec.eci
+        read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
+        replies = [read, right, wrong, read, right, wrong]
+        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
+        captured: dict = {}
+        build = solver.trainer._generate_and_score_completions
+        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
+        solver.train()
+        traces = solver.rollout.last_traces
+        trainer, model = solver.trainer, solver.model
+        assert [t.solved for t in traces] == [True, True, False, False]
+        solved = {(tuple(r.prompt_ids), tuple(r.completion_ids)) for t in traces if t.solved for r in t.rows}
+        batch = trainer._imitation
+        rows = []
+        for ids, attention, mask in zip(batch["input_ids"], batch["attention_mask"], batch["completion_mask"],
+                                        strict=True):
+            completion = ids[-batch["keep"]:][mask.bool()].tolist()
+            prompt = ids[:-batch["keep"]][attention[:-batch["keep"]].bool()].tolist()
+            rows.append((tuple(prompt), tuple(completion)))
+        assert rows and set(rows) <= solved  # three solved episodes drawn: only solved turns
+        model.train()
+        with torch.no_grad():
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            logps = torch.log_softmax(logits[:, -batch["keep"] - 1:-1].float(), dim=-1)
+            token = logps.gather(-1, batch["input_ids"][:, -batch["keep"]:].unsqueeze(-1)).squeeze(-1)
+            nll = -(token * batch["completion_mask"]).sum() / batch["completion_mask"].sum()
+            with_term = trainer.compute_loss(model, captured)
+            trainer.imitation_weight = 0.0
+            without = trainer.compute_loss(model, captured)
+        assert float(nll) > 0
+        assert float(with_term - without) == pytest.approx(0.5 * float(nll), rel=1e-3)
+    row = RunDir(tmp_path / "run").metrics()[0]
+    assert row["imitated"] == 2 and row["imitation_pool"] == 2 and row["imitation_nll"] > 0
+
+
+def test_solved_episodes_are_kept_per_tier_and_sampled_evenly_over_tiers():
+    import random
+
+    from openadapt.training.imitation import SolvedEpisodes
+    from openadapt.training.rollout import EpisodeTrace, TurnRow
+
+    def trace(eci: int, tag: int, solved: bool = True) -> EpisodeTrace:
+        return EpisodeTrace(seed=tag, eci=eci, prompt_ids=[], solved=solved,
+                            rows=[TurnRow(prompt_ids=[eci], completion_ids=[tag])])
+
+    kept = SolvedEpisodes(per_tier=3)
+    assert kept.add([trace(1, k) for k in range(10)] + [trace(3, 100), trace(3, 101, solved=False)]) == 11
+    assert len(kept) == 4  # the newest three of ECI 1, the one solved episode of ECI 3
+    rows = kept.sample(6, random.Random(0))
+    assert [p[0] for p, _ in rows] == [1, 3] * 3  # evenly over the tiers held, however many each holds
+    assert {c[0] for p, c in rows if p[0] == 1} <= {7, 8, 9}
+    assert SolvedEpisodes(per_tier=3).sample(4, random.Random(0)) == []
+
+
+def test_imitate_needs_the_turn_trainer():
+    from openadapt.training.config import SolverSettings
+
+    with pytest.raises(ValueError, match="imitate .* needs context 'last'"):
+        SolverSettings(model="tiny", context="full", imitate=0.5)

@@ -18,7 +18,7 @@ from openadapt.training.rundir import RunDir
 # TRL log keys copied into metrics.jsonl under our names
 TRL_KEYS = {"loss": "loss", "grad_norm": "grad_norm", "learning_rate": "lr", "entropy": "entropy",
             "frac_reward_zero_std": "frac_reward_zero_std", "completions/mean_length": "completion_tokens_mean",
-            "reward": "trl_reward"}
+            "reward": "trl_reward", "imitation/nll": "imitation_nll"}
 
 
 class MetricsWriter(TrainerCallback):
@@ -56,7 +56,8 @@ class MetricsWriter(TrainerCallback):
             "package": stats.package, "episodes": stats.episodes,
             "reward_mean": stats.reward_mean, "reward_std": stats.reward_std, "solve_rate": stats.solve_rate,
             "finished_rate": stats.finished_rate, "turns_mean": stats.turns_mean, "explored": stats.explored,
-            "value_continuations": stats.value_continuations,
+            "value_continuations": stats.value_continuations, "imitated": stats.imitated,
+            "imitation_pool": stats.imitation_pool,
             "components": stats.components, "tier_mix": stats.tier_mix,
             "seconds_per_step": round(seconds, 4), "rollout_s": stats.rollout_s,
             "tokens_per_s": round((stats.prompt_tokens + stats.completion_tokens) / seconds, 1),

@@ -133,6 +133,13 @@ class SolverSettings(BaseModel):
         "followed by a wrong answer is then credited, the answer blamed. Costs those extra episodes on every "
         "multi-turn episode")
     value_samples: int = Field(default=4, ge=1, description="credit 'turn': continuations that value each state")
+    imitate: float = Field(
+        default=0.0, ge=0.0, description="context 'last': weight of a self-imitation term added to GRPO's loss, the "
+        "mean per-token negative log-likelihood of turns sampled from the run's own solved episodes (imitation.py; "
+        "the environment's `solved` outcome picks them, nothing else). 0: off")
+    imitate_buffer: int = Field(default=256, ge=1, description="imitate: solved episodes kept per tier (the newest)")
+    imitate_batch: int = Field(default=16, ge=1, description="imitate: solved episodes sampled a step, evenly over "
+                               "the tiers held")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)
@@ -186,6 +193,9 @@ class SolverSettings(BaseModel):
         if self.explore_credit == "positive" and self.context != "last":
             raise ValueError("explore_credit 'positive' masks an explored opening's tokens in its own training row: "
                              "it needs context 'last'")
+        if self.imitate and self.context != "last":
+            raise ValueError("imitate trains on the turns of solved episodes as rows of their own: it needs context "
+                             "'last'")
         if self.credit == "turn" and self.context != "last":
             raise ValueError("credit 'turn' trains each turn as its own row: it needs context 'last'")
         if self.reference == "tier" and not movable:

@@ -28,6 +28,7 @@ from openadapt.training.config import TrainConfig
 from openadapt.training.credit import row_values, turn_values
 from openadapt.training.envinfo import TrainingError
 from openadapt.training.episodes import EpisodeOutcome, TierPlan, tier_rng, training_seed
+from openadapt.training.imitation import SolvedEpisodes
 from openadapt.training.rollout import (
     EpisodeSpec,
     EpisodeTrace,
@@ -58,6 +59,8 @@ class StepStats(BaseModel):
     rollout_s: float
     explored: int = 0  # episodes whose first turn opened with an exploration draw (`explore`)
     value_continuations: int = 0  # episodes played to value the turns' states (`credit="turn"`)
+    imitated: int = 0  # solved episodes whose turns the self-imitation term trained on (`imitate`)
+    imitation_pool: int = 0  # solved episodes held for it
 
 
 def episode_reward(trace: EpisodeTrace, kind: str) -> float:
@@ -105,6 +108,7 @@ class EnvironmentRollout:
         self.stats: StepStats | None = None
         self.last_traces: list[EpisodeTrace] = []
         self.openings: list[dict[str, str]] = []  # `explore`: the choice values a first turn opens with
+        self.solved = SolvedEpisodes(config.imitate_buffer) if config.imitate > 0 else None
 
     def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None,
                budget: dict[int, int] | None = None) -> None:
@@ -208,6 +212,8 @@ class EnvironmentRollout:
                     batch["turn_rows"].append((i, row.prompt_ids, row.completion_ids,
                                                row.opening if positive_only else 0, *turn_values[k]))
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
+            if self.solved is not None:
+                batch["imitation_rows"] = self._imitation_rows(traces, step)
         return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],
             "completion_ids": [t.completion_ids for t in traces],
@@ -222,6 +228,17 @@ class EnvironmentRollout:
             "turns": [len(t.turns) for t in traces],
         }
 
+
+    def _imitation_rows(self, traces: list[EpisodeTrace], step: int) -> list[tuple[list[int], list[int]]]:
+        """`imitate`: keep this step's solved episodes, then draw the turns the self-imitation term trains on
+        (seeded by the run and the step)."""
+        assert self.solved is not None and self.stats is not None
+        self.solved.add(traces)
+        rng = random.Random(f"openadapt-imitate:{self.config.seed}:{step}")
+        rows = self.solved.sample(self.config.imitate_batch, rng)
+        self.stats.imitated = min(self.config.imitate_batch, len(self.solved)) if rows else 0
+        self.stats.imitation_pool = len(self.solved)
+        return rows
 
     def _trained_turns(self, trace: EpisodeTrace, step: int, index: int) -> list[int]:
         """The turns of an episode the loss trains on: all, or `train_turns` of them drawn uniformly (seeded by

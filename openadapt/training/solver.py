@@ -260,6 +260,8 @@ class Solver:
             peft_config=loaded.peft_config, rollout_func=rollout,
         )
         trainer.remove_callback(PrinterCallback)
+        if config.imitate:
+            trainer.imitation_weight = config.imitate
         return trainer
 
     # ---- the API ----------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ turns:
    tokens that an exploration draw wrote (`explore_credit="positive"`) are trained only where the advantage is
    positive (self-imitation: the model did not choose them, so a draw that did badly says nothing against it);
 4. the loss is TRL's own (`GRPOTrainer._compute_loss`, the configured `loss_type`, KL to the reference model when
-   `beta > 0`), over the generated tokens of every row.
+   `beta > 0`), over the generated tokens of every row; with `imitate` a self-imitation term on turns of the
+   run's solved episodes is added (`imitation.py`).
 
 Everything after scoring (`_compute_loss`, logging, checkpoints, resume) is TRL's, unchanged; only the assembly of
 the training batch is replaced, because TRL assumes one row per generation.
@@ -36,7 +37,10 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 class TurnGRPOTrainer(GRPOTrainer):
     """`GRPOTrainer` whose `rollout_func` returns `turn_rows` (episode index, prompt ids, completion ids, leading
     completion tokens trained only on a positive advantage, the value before and after the turn or None) beside
-    TRL's per-episode keys; see the module docstring."""
+    TRL's per-episode keys, and with `imitate` the `imitation_rows` its self-imitation term trains on; see the
+    module docstring."""
+
+    imitation_weight: float = 0.0  # `imitate`, set by the solver
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         device = self.accelerator.device
@@ -44,6 +48,7 @@ class TurnGRPOTrainer(GRPOTrainer):
         prompts = [x["prompt"] for x in inputs]
         output = self.rollout_func(prompts, self)
         rows: list[tuple[int, list[int], list[int], int, float | None, float | None]] = output.pop("turn_rows")
+        self._imitation = self._imitation_batch(output.pop("imitation_rows", None))
         for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
             output.pop(key, None)
         episodes = len(prompts)
@@ -131,6 +136,38 @@ class TurnGRPOTrainer(GRPOTrainer):
         self._pending_metrics.clear()
         self._pending_extra_logs.clear()
         return result
+
+    def _imitation_batch(self, rows: list[tuple[list[int], list[int]]] | None) -> dict[str, Any] | None:
+        """`imitate`: the sampled solved turns as one padded batch (prompt left-padded, completion right-padded)."""
+        if not rows:
+            return None
+        device, pad_id = self.accelerator.device, self._tokenizer.pad_token_id
+        prompt = pad([torch.tensor(p) for p, _ in rows], padding_value=pad_id, padding_side="left")
+        prompt_mask = pad([torch.ones(len(p), dtype=torch.long) for p, _ in rows], padding_value=0,
+                          padding_side="left")
+        completion = pad([torch.tensor(c) for _, c in rows], padding_value=pad_id, padding_side="right")
+        completion_mask = pad([torch.ones(len(c), dtype=torch.long) for _, c in rows], padding_value=0,
+                              padding_side="right")
+        return {"input_ids": torch.cat([prompt, completion], dim=1).to(device),
+                "attention_mask": torch.cat([prompt_mask, completion_mask], dim=1).to(device),
+                "completion_mask": completion_mask.to(device), "keep": completion.size(1)}
+
+    def compute_loss(self, model: Any, inputs: dict[str, Any], return_outputs: bool = False,
+                     num_items_in_batch: Any = None) -> torch.Tensor:
+        """GRPO's loss, plus with `imitate` the self-imitation term: `imitation_weight` x the mean per-token
+        negative log-likelihood of the sampled solved turns (imitation.py)."""
+        loss = super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                    num_items_in_batch=num_items_in_batch)
+        batch = getattr(self, "_imitation", None)
+        if batch is None or not self.imitation_weight or not model.training:
+            return loss
+        logps, _ = self._get_per_token_logps_and_entropies(
+            model, batch["input_ids"], batch["attention_mask"], batch["keep"],
+            batch_size=self.args.per_device_train_batch_size)[:2]
+        mask = batch["completion_mask"].to(logps.dtype)
+        nll = -(logps * mask).sum() / mask.sum().clamp(min=1)
+        self._metrics["train"]["imitation/nll"].append(nll.item())
+        return loss + self.imitation_weight * nll
 
     def _turn_advantages(self, rows: list[tuple], mean: torch.Tensor, group: int) -> torch.Tensor:
         """credit="turn": each row's change in value (credit.py), scaled by the std of those changes over its
