@@ -228,7 +228,6 @@ class EnvironmentRollout:
             "turns": [len(t.turns) for t in traces],
         }
 
-
     def _imitation_rows(self, traces: list[EpisodeTrace], step: int) -> list[tuple[list[int], list[int]]]:
         """`imitate`: keep this step's solved episodes, then draw the turns the self-imitation term trains on
         (seeded by the run and the step)."""
