@@ -41,6 +41,16 @@ def diagnose(seed: int, eci: int, right: bool = True) -> str:
                        "confidence": 0.9 if right else 0.1})
 
 
+def train_capturing(solver: Solver, replies: list[str]) -> dict:
+    """Train `solver` on scripted `replies` and return the batch TurnGRPOTrainer assembled for its last step."""
+    solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
+    captured: dict = {}
+    build = solver.trainer._generate_and_score_completions
+    solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
+    solver.train()
+    return captured
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     from openadapt.envpkg.loader import resolve
@@ -322,11 +332,7 @@ def test_explore_credit_positive_trains_a_drawn_opening_only_where_its_episode_b
         _, (spec,) = solver.rollout.specs(0, 1)
         s, e = spec.seed, spec.eci
         replies = ["}"] * 4 + [diagnose(s, e), diagnose(s, e, right=False)] * 2
-        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
-        captured: dict = {}
-        build = solver.trainer._generate_and_score_completions
-        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
-        solver.train()
+        captured = train_capturing(solver, replies)
         traces = solver.rollout.last_traces
     assert [t.solved for t in traces] == [True, False, True, False]
     rows = [row for t in traces for row in t.rows]
@@ -372,11 +378,7 @@ def test_turn_credit_values_each_turn_by_the_policys_continuations_from_the_stat
         read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
         replies = [read, read, other, right, right, wrong, wrong,  # the episodes' two turns
                    right, wrong, right, right, wrong, wrong]  # two continuations after each read
-        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
-        captured: dict = {}
-        build = solver.trainer._generate_and_score_completions
-        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
-        solver.train()
+        captured = train_capturing(solver, replies)
         traces = solver.rollout.last_traces
     assert [t.solved for t in traces] == [True, False, False, True]
     good, bad, stray, guess = (quantize(play(s, e, a)) for a in ([read, right], [read, wrong], [other, wrong],
@@ -406,11 +408,7 @@ def test_turn_credit_scales_by_the_spread_of_the_turns_changes_not_of_the_return
         s, e = spec.seed, spec.eci
         read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
         replies = [read] * 4 + [right] * 4 + [right, wrong] + [right] * 6
-        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
-        captured: dict = {}
-        build = solver.trainer._generate_and_score_completions
-        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
-        solver.train()
+        captured = train_capturing(solver, replies)
     advantages = captured["advantages"].tolist()
     assert advantages[0] < 0 < advantages[1] and max(abs(a) for a in advantages) < 5
     assert advantages[2:] == [0.0] * 6
@@ -439,11 +437,7 @@ def test_imitate_adds_the_nll_of_solved_turns_to_grpos_loss(tmp_path):
         s, e = spec.seed, spec.eci
         read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
         replies = [read, right, wrong, read, right, wrong]
-        solver.rollout.generator_factory = lambda trainer: scripted(solver.loaded.tokenizer, replies)
-        captured: dict = {}
-        build = solver.trainer._generate_and_score_completions
-        solver.trainer._generate_and_score_completions = lambda inputs: captured.update(build(inputs)) or captured
-        solver.train()
+        captured = train_capturing(solver, replies)
         traces = solver.rollout.last_traces
         trainer, model = solver.trainer, solver.model
         assert [t.solved for t in traces] == [True, True, False, False]

@@ -161,9 +161,9 @@ class TurnGRPOTrainer(GRPOTrainer):
         batch = getattr(self, "_imitation", None)
         if batch is None or not self.imitation_weight or not model.training:
             return loss
-        logps, _ = self._get_per_token_logps_and_entropies(
+        logps = self._get_per_token_logps_and_entropies(
             model, batch["input_ids"], batch["attention_mask"], batch["keep"],
-            batch_size=self.args.per_device_train_batch_size)[:2]
+            batch_size=self.args.per_device_train_batch_size)[0]
         mask = batch["completion_mask"].to(logps.dtype)
         nll = -(logps * mask).sum() / mask.sum().clamp(min=1)
         self._metrics["train"]["imitation/nll"].append(nll.item())
