@@ -98,6 +98,11 @@ def main() -> None:
         for label, chunk in (("first quarter", first), ("last quarter", last)):
             print(f"{label}: reward {sum(r['reward_mean'] for r in chunk) / len(chunk):+.3f}, sampled solve rate "
                   f"{sum(r['solve_rate'] for r in chunk) / len(chunk):.3f}")
+    for label, report in (("held-out before", summary.before), ("held-out after", summary.after)):
+        for tier in report.tiers if report else []:
+            low, high = tier.solve_rate_ci95
+            print(f"{label} (ECI {tier.eci}, {tier.episodes} seeds, greedy): solve rate {tier.solve_rate:.3f} "
+                  f"({low:.3f}-{high:.3f}), mean return {tier.mean_return:+.3f}, {tier.mean_steps:.1f} turns")
     if merged:
         print(f"merged model: {merged}")
     print(watch.summary())

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("trl")
-gguf = pytest.importorskip("gguf")
 
+import gguf  # noqa: E402  (the train extra installs it: a missing install step fails here, not skips)
 import numpy as np  # noqa: E402
 
 from openadapt.training.config import TrainConfig  # noqa: E402

@@ -483,6 +483,13 @@ def test_solved_episodes_are_kept_per_tier_and_sampled_evenly_over_tiers():
     assert {c[0] for p, c in rows if p[0] == 1} <= {7, 8, 9}
     assert SolvedEpisodes(per_tier=3).sample(4, random.Random(0)) == []
 
+    kept.add([trace(2, 50)])
+    focused = [p[0] for p, _ in kept.sample(16, random.Random(0), focus=0.75)]
+    assert focused.count(3) == 12 and focused.count(1) == 2 and focused.count(2) == 2  # the highest tier held
+    alone = SolvedEpisodes(per_tier=3)
+    alone.add([trace(1, 0)])
+    assert [p[0] for p, _ in alone.sample(4, random.Random(0), focus=0.75)] == [1] * 4  # nothing lower to draw
+
 
 def test_imitate_needs_the_turn_trainer():
     from openadapt.training.config import SolverSettings

@@ -140,6 +140,9 @@ class SolverSettings(BaseModel):
     imitate_buffer: int = Field(default=256, ge=1, description="imitate: solved episodes kept per tier (the newest)")
     imitate_batch: int = Field(default=16, ge=1, description="imitate: solved episodes sampled a step, evenly over "
                                "the tiers held")
+    imitate_focus: float | None = Field(default=None, ge=0.0, le=1.0, description="imitate: share of each sample "
+                                        "drawn from the highest tier held (the one a curriculum is learning), the "
+                                        "rest evenly over the lower tiers; unset: evenly over all")
     reward: Literal["return", "final"] = "return"
     seed: int = Field(default=0, ge=0, description="draws training seeds, tiers and the model init")
     wandb: WandbMode = Field(default_factory=default_wandb_mode)

@@ -234,7 +234,7 @@ class EnvironmentRollout:
         assert self.solved is not None and self.stats is not None
         self.solved.add(traces)
         rng = random.Random(f"openadapt-imitate:{self.config.seed}:{step}")
-        rows = self.solved.sample(self.config.imitate_batch, rng)
+        rows = self.solved.sample(self.config.imitate_batch, rng, focus=self.config.imitate_focus)
         self.stats.imitated = min(self.config.imitate_batch, len(self.solved)) if rows else 0
         self.stats.imitation_pool = len(self.solved)
         return rows

@@ -12,8 +12,11 @@ loss. Nothing privileged enters: the turns are what the model (or an `explore` d
 answer) wrote, kept only because the environment said the episode solved.
 
 The episodes are kept per tier, the newest `imitate_buffer` of each, and a step samples its `imitate_batch`
-episodes evenly over the tiers held (a tier solved all the time does not crowd out the one being learned). The
-buffer lives in memory: a resumed run starts it empty and refills it from its own steps.
+episodes evenly over the tiers held (a tier solved all the time does not crowd out the one being learned), or,
+with `imitate_focus = f`, a share f from the highest tier held (the one a curriculum is learning: it trains no
+tier above it) and the rest evenly over the lower ones, whose turns the model already writes (their NLL is small
+and their share of the term mostly keeps them). The buffer lives in memory: a resumed run starts it empty and
+refills it from its own steps.
 """
 
 from __future__ import annotations
@@ -47,14 +50,20 @@ class SolvedEpisodes:
     def __len__(self) -> int:
         return sum(len(t) for t in self.tiers.values())
 
-    def sample(self, episodes: int, rng: random.Random) -> list[Row]:
-        """The rows of `episodes` episodes drawn evenly over the tiers held (with replacement where a tier holds
-        fewer), in a fixed tier order so a seeded `rng` draws the same."""
+    def sample(self, episodes: int, rng: random.Random, focus: float | None = None) -> list[Row]:
+        """The rows of `episodes` episodes drawn evenly over the tiers held, or (`focus`) that share of them from
+        the highest tier held and the rest evenly over the others; with replacement where a tier holds fewer, in
+        a fixed tier order so a seeded `rng` draws the same."""
         held = [self.tiers[t] for t in sorted(self.tiers) if self.tiers[t]]
         if not held or episodes <= 0:
             return []
+        if focus is None or len(held) == 1:
+            order = [held[k % len(held)] for k in range(episodes)]
+        else:
+            top = round(episodes * focus)
+            lower = held[:-1]
+            order = [held[-1]] * top + [lower[k % len(lower)] for k in range(episodes - top)]
         rows: list[Row] = []
-        for k in range(episodes):
-            tier = held[k % len(held)]
+        for tier in order:
             rows.extend(tier[rng.randrange(len(tier))])
         return rows
