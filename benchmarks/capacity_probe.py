@@ -1,4 +1,4 @@
-"""Can the tiny model represent ECI 3's first move at all? A supervised probe, analysis only.
+"""Can the tiny model represent ECI 3's moves at all? A supervised probe, analysis only.
 
 At ECI 3 of incident_triage the alert fires on a component whose logs blame a dependency ("upstream X timed
 out"), and the shortest honest episode reads X's logs first. GRPO runs never made the tiny model do that on its
@@ -6,9 +6,12 @@ own (docs/training.md, "What stops the climb"). This probe separates capacity fr
 network by plain next-token cross-entropy on (first observation -> `{"tool": "inspect_logs", "component": ROOT}`)
 pairs, the root taken from the environment's privileged view (a probe, never a training target of the solver),
 and prints how often greedy decoding then names the root on held-out seeds. A model that learns this in minutes
-has the capacity, and what the RL runs lack is the signal; one that cannot needs a larger model.
+has the capacity, and what the RL runs lack is the signal; one that cannot needs a larger model. `--move second`
+probes the move after: from the observation after that read of the root's logs to the diagnosis that solves
+(the root, its fault and fix), counting whether greedy decoding names the root and its fault, or the alerting
+component.
 
-    python benchmarks/capacity_probe.py RUN_DIR/train [--minutes 8] [--reinit] [--eci 3]
+    python benchmarks/capacity_probe.py RUN_DIR/train [--minutes 8] [--reinit] [--eci 3] [--move second]
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import json
 import os
 import random
 import time
+from collections import Counter
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -25,7 +30,7 @@ import torch  # noqa: E402
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START  # noqa: E402
 from openadapt.envpkg.loader import load  # noqa: E402
-from openadapt.envpkg.textenv import text_step  # noqa: E402
+from openadapt.envpkg.textenv import LocalTextEnv  # noqa: E402
 from openadapt.training.chat import first_messages, prompt_ids  # noqa: E402
 from openadapt.training.modelpolicy import ModelPolicy  # noqa: E402
 from openadapt.training.rollout import model_generator  # noqa: E402
@@ -33,43 +38,56 @@ from openadapt.training.rollout import model_generator  # noqa: E402
 PACKAGE = "seed:incident_triage"
 
 
-def cases(tokenizer, eci: int, seeds: range) -> list[tuple[list[int], list[int], str, str]]:
-    """(prompt ids, target ids, root, alerting component) for each seed's first observation."""
+def cases(tokenizer, eci: int, seeds: range, move: str) -> list[tuple[list[int], list[int], Any]]:
+    """(prompt ids, target ids, incident) for each seed: the first observation -> read the root's logs, or
+    (`move="second"`) the observation after that read -> the diagnosis that solves."""
     pkg = load(PACKAGE)
     out = []
     for seed in seeds:
-        env = pkg.make_env()
-        prompt = text_step(pkg.protocol, env.reset(seed=seed, eci=eci)).prompt
-        inc = env.oracle_view()
-        target = json.dumps({"tool": "inspect_logs", "component": inc.root})
+        env, view = LocalTextEnv(pkg), pkg.make_env()
+        prompt = env.reset(seed=seed, eci=eci).prompt
+        view.reset(seed=seed, eci=eci)
+        inc = view.oracle_view()
+        target = {"tool": "inspect_logs", "component": inc.root}
+        if move == "second":
+            prompt = env.step(json.dumps(target)).prompt
+            target = {"tool": "diagnose_incident", "component": inc.root, "fault": inc.fault.id, "fix": inc.fix,
+                      "confidence": 0.9}
         out.append((prompt_ids(tokenizer, first_messages(None, prompt, tokenizer)),
-                    tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id],
-                    inc.root, inc.path[0]))
+                    tokenizer(json.dumps(target), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id],
+                    inc))
     return out
 
 
-def evaluate(model, tokenizer, held_out, max_new_tokens: int) -> dict[str, float]:
+def evaluate(model, tokenizer, held_out, max_new_tokens: int, move: str) -> dict[str, float]:
     model.eval()
     greedy = model_generator(model, tokenizer, max_new_tokens=max_new_tokens, greedy=True)
-    counts = {"read the root": 0, "read the alerting one": 0, "other": 0}
-    for (_, _, root, alert), reply in zip(held_out, greedy([c[0] for c in held_out]), strict=True):
+    counts: Counter = Counter()
+    for (_, _, inc), reply in zip(held_out, greedy([c[0] for c in held_out]), strict=True):
         try:
             action = json.loads(tokenizer.decode(reply, skip_special_tokens=True))
         except ValueError:
             action = {}
-        read = isinstance(action, dict) and action.get("tool") == "inspect_logs"
-        named = action.get("component") if isinstance(action, dict) else None
-        key = "read the root" if read and named == root else "read the alerting one" if read and named == alert \
-            else "other"
-        counts[key] += 1
+        action = action if isinstance(action, dict) else {}
+        named = action.get("component")
+        if move == "first":
+            read = action.get("tool") == "inspect_logs"
+            counts["read the root" if read and named == inc.root else "read the alerting one"
+                   if read and named == inc.path[0] else "other"] += 1
+        else:
+            right = action.get("tool") == "diagnose_incident" and named == inc.root
+            counts["root and fault right" if right and action.get("fault") == inc.fault.id else "root right"
+                   if right else "named the alerting one" if named == inc.path[0] else "other"] += 1
     model.train()
-    return {k: v / len(held_out) for k, v in counts.items()}
+    return {k: v / len(held_out) for k, v in sorted(counts.items())}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", help="a training run directory (its model and tokenizer)")
     parser.add_argument("--eci", type=int, default=3)
+    parser.add_argument("--move", choices=("first", "second"), default="first", help="first: read the root's "
+                        "logs from the first observation; second: diagnose the root after that read")
     parser.add_argument("--minutes", type=float, default=8.0)
     parser.add_argument("--train-seeds", type=int, default=3000)
     parser.add_argument("--held-out", type=int, default=100)
@@ -85,11 +103,12 @@ def main() -> None:
         torch.manual_seed(0)
         model = type(model)(model.config)
     parameters = sum(p.numel() for p in model.parameters())
-    train = cases(tok, args.eci, range(args.train_seeds))
-    held_out = cases(tok, args.eci, range(EVAL_SEED_START, EVAL_SEED_START + args.held_out))
+    train = cases(tok, args.eci, range(args.train_seeds), args.move)
+    held_out = cases(tok, args.eci, range(EVAL_SEED_START, EVAL_SEED_START + args.held_out), args.move)
     print(f"{args.run_dir} ({'re-initialised' if args.reinit else 'as trained'}, {parameters:,} parameters), "
           f"ECI {args.eci}: {len(train)} training observations, {len(held_out)} held-out", flush=True)
-    print(f"[  0.0 min] step     0 held-out {evaluate(model, tok, held_out, policy.max_new_tokens)}", flush=True)
+    score = evaluate(model, tok, held_out, policy.max_new_tokens, args.move)
+    print(f"[  0.0 min] step     0 held-out {score}", flush=True)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     rng = random.Random(0)
     pad = tok.pad_token_id
@@ -111,9 +130,9 @@ def main() -> None:
             last_eval = time.monotonic()
             minutes = (last_eval - started) / 60
             print(f"[{minutes:5.1f} min] step {step:5d} loss {loss.item():.3f} held-out "
-                  f"{evaluate(model, tok, held_out, policy.max_new_tokens)}", flush=True)
+                  f"{evaluate(model, tok, held_out, policy.max_new_tokens, args.move)}", flush=True)
     print(f"[{(time.monotonic() - started) / 60:5.1f} min] step {step:5d} loss {loss.item():.3f} held-out (final) "
-          f"{evaluate(model, tok, held_out, policy.max_new_tokens)}", flush=True)
+          f"{evaluate(model, tok, held_out, policy.max_new_tokens, args.move)}", flush=True)
 
 
 if __name__ == "__main__":

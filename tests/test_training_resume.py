@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("trl")
 
 from test_training import SMALL, make_config  # noqa: E402
+from transformers import TrainerCallback  # noqa: E402
 
 from openadapt.training.config import TrainConfig, resumed_config  # noqa: E402
 from openadapt.training.errors import TrainingError  # noqa: E402
@@ -60,11 +61,21 @@ def test_a_resumed_solver_trains_with_the_recorded_settings(tmp_path):
         solver.train()
     # a plain `--resume --steps 3`: every other setting left to its default (max_turns 2 at ECI 1, warm-up 400...)
     asked = TrainConfig(package="seed:incident_triage", output=path, steps=3, resume=True)
-    with Solver.create(asked) as solver:
+    final_seen: list[bool] = []
+
+    class SeesFinal(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            final_seen.append((path / "final" / "config.json").exists())
+
+    assert (path / "final" / "config.json").exists()
+    with Solver.create(asked, callbacks=[SeesFinal()]) as solver:
         assert solver.config.max_turns == 1 and solver.config.warmup_steps == 3
         assert solver.config.tiny_size == SMALL and solver.config.eval_episodes == 0
         summary = solver.train()
     assert summary.global_step == 3 and summary.resumed_from_step == 2
+    # the previous final model is gone while the resumed segment trains (a kill then leaves only newer
+    # checkpoints for `eval --policy model:RUN`), and the segment writes its own at the end
+    assert final_seen == [False] and (path / "final" / "config.json").exists()
     assert "resume changes steps from 2 to 3" in summary.notes
     recorded = json.loads((path / "config.json").read_text())
     assert recorded["max_turns"] == 1 and recorded["warmup_steps"] == 3 and recorded["steps"] == 3

@@ -496,3 +496,26 @@ def test_imitate_needs_the_turn_trainer():
 
     with pytest.raises(ValueError, match="imitate .* needs context 'last'"):
         SolverSettings(model="tiny", context="full", imitate=0.5)
+    with pytest.raises(ValueError, match="imitate .* needs context 'last'"):
+        SolverSettings(model="tiny", context="full", imitate={1: 0.0, 3: 0.5})
+    with pytest.raises(ValueError, match="imitate must be a weight >= 0"):
+        SolverSettings(model="tiny", imitate={2: -1.0})
+
+
+def test_imitate_per_tier_uses_the_weight_of_the_steps_highest_tier(tmp_path):
+    """`imitate={1: 0.5, 3: 0.0}` at ECI 3: the solved episodes are kept, none is drawn and the term is off;
+    a tier without a weight gets the largest."""
+    from openadapt.training.config import SolverSettings
+
+    per_tier = SolverSettings(model="tiny", imitate={"1": 0.0, "2": 3.0})
+    assert [per_tier.imitate_at(t) for t in (1, 2, 5)] == [0.0, 3.0, 3.0] and per_tier.imitates
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
+                         context="last", imitate={1: 0.5, 3: 0.0}, imitate_batch=3)
+    with Solver.create(config) as solver:
+        _, (spec,) = solver.rollout.specs(0, 1)
+        s, e = spec.seed, spec.eci
+        read, right, wrong = investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)
+        train_capturing(solver, [read, right, wrong, read, right, wrong])
+        assert solver.trainer.imitation_weight == 0.0 and solver.trainer._imitation is None
+    row = RunDir(tmp_path / "run").metrics()[0]
+    assert row["imitated"] == 0 and row["imitation_pool"] == 2 and "imitation_nll" not in row

@@ -133,10 +133,13 @@ class SolverSettings(BaseModel):
         "followed by a wrong answer is then credited, the answer blamed. Costs those extra episodes on every "
         "multi-turn episode")
     value_samples: int = Field(default=4, ge=1, description="credit 'turn': continuations that value each state")
-    imitate: float = Field(
-        default=0.0, ge=0.0, description="context 'last': weight of a self-imitation term added to GRPO's loss, the "
+    imitate: float | dict[Tier, float] = Field(
+        default=0.0, description="context 'last': weight of a self-imitation term added to GRPO's loss, the "
         "mean per-token negative log-likelihood of turns sampled from the run's own solved episodes (imitation.py; "
-        "the environment's `solved` outcome picks them, nothing else). 0: off")
+        "the environment's `solved` outcome picks them, nothing else). A number, or one per tier ({1: 0, 2: 3.0}; "
+        "a tier without one gets the largest): a step uses the weight of the highest tier it trains on. 0: off. "
+        "From a tier's start its solved episodes are mostly lucky guesses, which the term copies (measured from "
+        "ECI 1: entropy 0.23 -> 0.02 in 100 steps, the sampled solve rate stuck near 0.14)")
     imitate_buffer: int = Field(default=256, ge=1, description="imitate: solved episodes kept per tier (the newest)")
     imitate_batch: int = Field(default=16, ge=1, description="imitate: solved episodes sampled a step, evenly over "
                                "the tiers held")
@@ -170,6 +173,14 @@ class SolverSettings(BaseModel):
                            "installed; TRL's vllm_* settings, temperature and max_completion_length apply)")
     sandbox: SandboxChoice = SandboxChoice.AUTO
 
+    @field_validator("imitate")
+    @classmethod
+    def _imitate(cls, value: float | dict[int, float]) -> float | dict[int, float]:
+        values = list(value.values()) if isinstance(value, dict) else [value]
+        if not values or any(v < 0 for v in values):
+            raise ValueError("imitate must be a weight >= 0, or one per tier")
+        return value
+
     @field_validator("max_turns")
     @classmethod
     def _turns(cls, value: int | dict[int, int] | None) -> int | dict[int, int] | None:
@@ -196,7 +207,7 @@ class SolverSettings(BaseModel):
         if self.explore_credit == "positive" and self.context != "last":
             raise ValueError("explore_credit 'positive' masks an explored opening's tokens in its own training row: "
                              "it needs context 'last'")
-        if self.imitate and self.context != "last":
+        if self.imitates and self.context != "last":
             raise ValueError("imitate trains on the turns of solved episodes as rows of their own: it needs context "
                              "'last'")
         if self.credit == "turn" and self.context != "last":
@@ -226,6 +237,16 @@ class SolverSettings(BaseModel):
         if turns is None:
             return budget
         return min(turns, budget) if budget else turns
+
+    @property
+    def imitates(self) -> bool:
+        return any(self.imitate.values()) if isinstance(self.imitate, dict) else self.imitate > 0
+
+    def imitate_at(self, tier: int) -> float:
+        """The self-imitation weight of a step whose highest tier is `tier`."""
+        if isinstance(self.imitate, dict):
+            return self.imitate.get(tier, max(self.imitate.values()))
+        return self.imitate
 
     def settings(self) -> dict[str, Any]:
         """These settings as keyword arguments (for the config of the run they drive)."""

@@ -108,7 +108,7 @@ class EnvironmentRollout:
         self.stats: StepStats | None = None
         self.last_traces: list[EpisodeTrace] = []
         self.openings: list[dict[str, str]] = []  # `explore`: the choice values a first turn opens with
-        self.solved = SolvedEpisodes(config.imitate_buffer) if config.imitate > 0 else None
+        self.solved = SolvedEpisodes(config.imitate_buffer) if config.imitates else None
 
     def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None,
                budget: dict[int, int] | None = None) -> None:
@@ -213,7 +213,8 @@ class EnvironmentRollout:
                                                row.opening if positive_only else 0, *turn_values[k]))
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
             if self.solved is not None:
-                batch["imitation_rows"] = self._imitation_rows(traces, step)
+                batch["imitation_weight"] = self.config.imitate_at(max(t.eci for t in traces))
+                batch["imitation_rows"] = self._imitation_rows(traces, step, batch["imitation_weight"] > 0)
         return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],
             "completion_ids": [t.completion_ids for t in traces],
@@ -228,15 +229,19 @@ class EnvironmentRollout:
             "turns": [len(t.turns) for t in traces],
         }
 
-    def _imitation_rows(self, traces: list[EpisodeTrace], step: int) -> list[tuple[list[int], list[int]]]:
-        """`imitate`: keep this step's solved episodes, then draw the turns the self-imitation term trains on
-        (seeded by the run and the step)."""
+    def _imitation_rows(self, traces: list[EpisodeTrace], step: int,
+                        draw: bool) -> list[tuple[list[int], list[int]]]:
+        """`imitate`: keep this step's solved episodes, then (`draw`: the step's weight is not 0) draw the turns the
+        self-imitation term trains on (seeded by the run and the step)."""
         assert self.solved is not None and self.stats is not None
         self.solved.add(traces)
+        self.stats.imitation_pool = len(self.solved)
+        if not draw:
+            self.stats.imitated = 0
+            return []
         rng = random.Random(f"openadapt-imitate:{self.config.seed}:{step}")
         rows = self.solved.sample(self.config.imitate_batch, rng, focus=self.config.imitate_focus)
         self.stats.imitated = min(self.config.imitate_batch, len(self.solved)) if rows else 0
-        self.stats.imitation_pool = len(self.solved)
         return rows
 
     def _trained_turns(self, trace: EpisodeTrace, step: int, index: int) -> list[int]:

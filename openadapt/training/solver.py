@@ -33,6 +33,7 @@ controller builds on.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import statistics
 import time
@@ -260,8 +261,6 @@ class Solver:
             peft_config=loaded.peft_config, rollout_func=rollout,
         )
         trainer.remove_callback(PrinterCallback)
-        if config.imitate:
-            trainer.imitation_weight = config.imitate
         return trainer
 
     # ---- the API ----------------------------------------------------------------------------------------
@@ -312,6 +311,9 @@ class Solver:
             checkpoint = run.latest_checkpoint()
             resumed_from = int(checkpoint.name.split("-")[1])
             run.truncate_metrics(resumed_from)
+            # The previous segment's final model no longer describes the run: were this segment killed, `eval
+            # --policy model:RUN` would load it instead of the newer checkpoints (RunDir: final, else latest).
+            shutil.rmtree(run.final_dir, ignore_errors=True)
             if self.reference is not None:
                 self.reference.restore(checkpoint)
         elif run.holds_run():

@@ -40,7 +40,7 @@ class TurnGRPOTrainer(GRPOTrainer):
     TRL's per-episode keys, and with `imitate` the `imitation_rows` its self-imitation term trains on; see the
     module docstring."""
 
-    imitation_weight: float = 0.0  # `imitate`, set by the solver
+    imitation_weight: float = 0.0  # `imitate` at the step's highest tier, set by each rollout
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         device = self.accelerator.device
@@ -49,6 +49,7 @@ class TurnGRPOTrainer(GRPOTrainer):
         output = self.rollout_func(prompts, self)
         rows: list[tuple[int, list[int], list[int], int, float | None, float | None]] = output.pop("turn_rows")
         self._imitation = self._imitation_batch(output.pop("imitation_rows", None))
+        self.imitation_weight = output.pop("imitation_weight", self.imitation_weight)
         for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
             output.pop(key, None)
         episodes = len(prompts)
