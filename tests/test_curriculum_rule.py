@@ -123,3 +123,27 @@ def test_event_log_skips_a_torn_last_line(tmp_path):
     with (tmp_path / "events.jsonl").open("a") as handle:
         handle.write('{"event": "valid')  # kill -9 mid-write
     assert [e["event"] for e in log.read()] == ["started", "escalated"]
+
+
+def test_explored_episodes_do_not_count_toward_the_rule(tmp_path):
+    """An episode whose first turn an exploration draw opened is not the policy's own solve: the windows the
+    rule reads skip it (with `explore: 0.9` such episodes filled the window and escalated a tier whose own
+    held-out rate was 0.80)."""
+    from openadapt.curriculum.config import CurriculumConfig
+    from openadapt.curriculum.controller import Curriculum
+    from openadapt.training.episodes import EpisodeOutcome
+
+    curriculum = Curriculum(CurriculumConfig(source="seed:incident_triage", output=tmp_path / "run"))
+    curriculum.state = CurriculumState(run_id="t", source="seed:incident_triage", tier=3)
+    curriculum.windows = TierWindows(8)
+
+    def outcome(explored: bool, solved: bool) -> EpisodeOutcome:
+        return EpisodeOutcome(global_step=1, group=0, package="seed:incident_triage", seed=0, eci=3, solved=solved,
+                              episode_return=1.0, final_reward=1.0, turns=2, finished=True, explored=explored)
+
+    for _ in range(6):
+        curriculum.on_episode(outcome(explored=True, solved=True))
+    curriculum.on_episode(outcome(explored=False, solved=False))
+    curriculum.on_episode(outcome(explored=False, solved=True))
+    assert curriculum.windows.count(3) == 2 and curriculum.windows.rate(3) == 0.5
+    assert curriculum.state.episodes == 8  # every episode is still counted as played

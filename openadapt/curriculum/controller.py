@@ -193,7 +193,8 @@ class Curriculum:
         return self.state.tier
 
     def on_episode(self, outcome: EpisodeOutcome) -> None:
-        self.windows.record(outcome.eci, outcome.solved)
+        if not outcome.explored:  # the rule measures the policy: an opening it did not choose is not its solve
+            self.windows.record(outcome.eci, outcome.solved)
         self.state.episodes += 1
         if outcome.solve_rate_signal is not None:
             self._last_signal[outcome.eci] = outcome.solve_rate_signal

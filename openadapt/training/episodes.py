@@ -71,3 +71,5 @@ class EpisodeOutcome(BaseModel):
     solve_rate_signal: float | None = None
     turns: int
     finished: bool = Field(description="the environment ended the episode (False: cut by max_turns)")
+    explored: bool = Field(default=False, description="its first turn opened with an exploration draw "
+                           "(`explore`): the policy did not choose that opening")

@@ -197,7 +197,8 @@ class EnvironmentRollout:
                     global_step=step + 1, group=indices[i // g], package=self.package, seed=trace.seed,
                     eci=trace.eci, solved=trace.solved, episode_return=trace.episode_return,
                     final_reward=trace.final_reward, components=trace.components,
-                    solve_rate_signal=trace.solve_rate_signal, turns=len(trace.turns), finished=trace.finished))
+                    solve_rate_signal=trace.solve_rate_signal, turns=len(trace.turns), finished=trace.finished,
+                    explored=bool(specs[i].opening)))
         batch: dict[str, Any] = {}
         if self.config.context == "last":
             # (episode, prompt, completion, leading tokens trained only on a positive advantage)
