@@ -8,13 +8,17 @@ timeline and a final held-out evaluation of every tier reached (the replayed tie
     OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --source seed:enterprise_workflow --minutes 180 \\
         --output runs/bench-curriculum-workflow
 
-The settings that took ECI 3 furthest so far (docs/training.md, "Measured": self-imitation of solved episodes with
-the first turn's log read explored; each tier's shortest honest turn budget; the KL anchor moved per tier; in the
-measured run the last four were switched on at step 2318, in ECI 2, of a run started without them):
+The settings that climbed furthest so far (docs/training.md, "Measured"): self-imitation of solved episodes from
+ECI 2 on (off at ECI 1, where it copies lucky guesses), the first turn's log read explored, each tier's shortest
+honest turn budget, the KL anchor moved per tier; from ECI 1 this mastered ECI 1-2 in 24 minutes:
 
-    OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --minutes 180 --replay-share 0.25 --solver \
+    OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --minutes 180 --replay-share 0.25 --solver \\
         '{"max_turns": {"1": 1, "2": 1, "3": 2, "4": 3, "5": 4}, "scale_rewards": "batch", "reference": "tier",
-          "imitate": 1.0, "explore": 0.9, "explore_choices": ["inspect_logs"], "explore_credit": "positive"}'
+          "imitate": {"1": 0.0, "2": 3.0}, "imitate_focus": 0.75, "explore": 0.9,
+          "explore_choices": ["inspect_logs"], "explore_credit": "positive"}'
+
+At ECI 3 the KL term held the model near the anchor that never reads: the run past ECI 3 dropped it there
+(`"beta": 0.0, "reference": "initial"` written into a copy's curriculum.json, then `--resume`).
 
 A killed run continues with `--resume` (same --output); the timeline then spans both parts.
 """
