@@ -142,7 +142,7 @@ class SolverSettings(BaseModel):
         "ECI 1: entropy 0.23 -> 0.02 in 100 steps, the sampled solve rate stuck near 0.14)")
     imitate_buffer: int = Field(default=256, ge=1, description="imitate: solved episodes kept per tier (the newest)")
     imitate_batch: int = Field(default=16, ge=1, description="imitate: solved episodes sampled a step, evenly over "
-                               "the tiers held")
+                               "the tiers held unless imitate_focus says otherwise")
     imitate_focus: float | None = Field(default=None, ge=0.0, le=1.0, description="imitate: share of each sample "
                                         "drawn from the highest tier held (the one a curriculum is learning), the "
                                         "rest evenly over the lower tiers; unset: evenly over all")
