@@ -457,3 +457,35 @@ def test_every_final_observation_keeps_the_metadata_contract(sales):
             assert set(obs.metadata["reward_components"]) == COMPONENTS
             assert sales.protocol.render(obs)
     assert norm_rows  # the comparison helpers are importable for custom graders
+
+
+def test_the_draft_tidy_drops_what_can_never_happen_and_keeps_the_rest_as_written(family):
+    """The sales database's 1.5B draft: columns renamed to their own names, a key column written three times,
+    a repeated e-mail, 300 products with 8 unique names, a slot nothing uses, an ordered question without ORDER
+    BY. Each is dropped or made consistent from the draft itself; a sound domain is left as it is."""
+    from openadapt.families.querying.domain import QueryingDomain
+    from openadapt.families.yamlio import read_domain_file
+
+    sound = read_domain_file(family.examples()["sales_database"])
+    assert QueryingDomain.tidy(copy.deepcopy(sound)) == sound
+    draft = copy.deepcopy(sound)
+    customers = draft["tables"][0]
+    key, name = customers["columns"][0], customers["columns"][1]
+    key["renames"], key["type"] = [key["name"], "client_no", "client_no"], "text"
+    customers["columns"].insert(1, copy.deepcopy(key))  # the key column written twice
+    name["choices"] = name["choices"][:6] + [name["choices"][0]]
+    name["weights"] = [1.0] * 6 + [5.0]
+    question = next(q for q in draft["questions"] if q.get("ordered"))
+    question["sql"] = question["sql"].split(" ORDER BY")[0]
+    question["slots"].append({"name": "region", "table": "customers", "column": "region"})
+    tidied = QueryingDomain.tidy(copy.deepcopy(draft))
+    columns = tidied["tables"][0]["columns"]
+    assert [c["name"] for c in columns] == [c["name"] for c in sound["tables"][0]["columns"]]
+    assert columns[0]["renames"] == ["client_no"] and columns[0]["type"] == "integer"
+    assert columns[1]["choices"] == name["choices"][:6] and columns[1]["weights"] == [1.0] * 6
+    assert tidied["tables"][0]["max_rows"] == 6 and tidied["tables"][0]["min_rows"] <= 6
+    tidied_question = next(q for q in tidied["questions"] if q["id"] == question["id"])
+    assert tidied_question["ordered"] is False and "region" not in [s["name"] for s in tidied_question["slots"]]
+    problems = [p for p in family.parse_domain(tidied).problems() if "renames" in p.path or "choices" in p.path
+                or p.path.startswith("domain.questions") and "slot" in p.message]
+    assert not problems

@@ -14,6 +14,7 @@ from openadapt.envpkg.evaluation import run_episode
 from openadapt.families import get_family
 from openadapt.families.domain import DomainError
 from openadapt.families.scheduling import solver
+from openadapt.families.yamlio import read_domain_file
 from openadapt.kit import RandomPolicy
 
 COMPONENTS = {"coverage", "objective", "efficiency", "penalty"}
@@ -588,3 +589,13 @@ def test_episodes_are_a_function_of_seed_and_tier(rooms):
         assert trace(3, eci) == trace(3, eci)
     env = rooms.env_cls()
     assert len({env.reset(seed=s, eci=3).model_dump_json(exclude={"metadata"}) for s in range(10)}) == 10
+
+
+def test_an_arrival_that_is_not_a_clock_time_is_a_schema_problem_not_a_crash():
+    """The operating rooms' 1.5B wrote an arrival window without 'HH:MM': the checks split it on ':' and raised,
+    ending the whole design."""
+    family = get_family("scheduling")
+    data = read_domain_file(family.examples()["operating_rooms"])
+    data["task_types"][0]["arrival"] = ["morning", "09:00"]
+    with pytest.raises(DomainError, match=r"task_types\[0\]\.arrival"):
+        family.parse_domain(data)

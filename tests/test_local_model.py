@@ -15,6 +15,7 @@ import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from pydantic import BaseModel, Field
@@ -332,6 +333,16 @@ def test_a_number_past_its_fields_bound_is_set_to_the_bound_and_nothing_else_is_
                "style_tells": ["We run the mill flat out all year."]}
     parsed = Completion(text=json.dumps(persona), finish_reason="stop").parse_as(Persona)
     assert parsed.weights == {"price": 6, "delivery": 100}
+
+
+class Demand(BaseModel):
+    demand: tuple[Annotated[float, Field(gt=0)], Annotated[float, Field(gt=0)]]
+
+
+def test_a_number_at_an_exclusive_bound_moves_one_unit_inside_it():
+    """The warehouse's 1.5B gave two items a demand range starting at 0 (more than 0 asked): both were lost."""
+    assert Completion(text='{"demand": [0, 40]}', finish_reason="stop").parse_as(Demand).demand == (1, 40)
+    assert Completion(text='{"demand": [-0.5, 2]}', finish_reason="stop").parse_as(Demand).demand == (0.01, 2)
 
 
 def test_a_text_past_its_bound_is_cut_back_to_whole_sentences_or_words():

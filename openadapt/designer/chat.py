@@ -103,15 +103,18 @@ class Completion(BaseModel):
             raise ReplyError(f"the reply does not match {model.__name__}: {where}: {first['msg']}") from None
 
 
-_BOUNDS = {"less_than_equal": "le", "greater_than_equal": "ge"}
+_BOUNDS = {"less_than_equal": "le", "greater_than_equal": "ge", "less_than": "lt", "greater_than": "gt"}
 
 
 def _clamped(data: object, exc: ValidationError) -> object | None:
     """`data` with each number outside an inclusive bound of its field set to that bound and each text past its
     maximum length cut back to it, or None when any other error is left. llama.cpp's grammars bound integers, not
     decimals: the 1.5B gave a negotiation persona an `insult_margin` of 0.5 where the schema allows 0.1 to 0.4, and
-    the whole persona was lost as unusable. A text's bound gives way where its pattern counts a placeholder as one
-    character: the supplier's issue, 52 s of writing, was lost for a constraint hint of 212 characters."""
+    the whole persona was lost as unusable. An exclusive bound moves a number one unit inside it (0.01 for a
+    number written with decimals): the warehouse's 1.5B gave two items a demand range starting at 0 where the
+    schema asks more than 0, and both items were lost, the list left short. A text's bound gives way where its
+    pattern counts a placeholder as one character: the supplier's issue, 52 s of writing, was lost for a
+    constraint hint of 212 characters."""
     errors = exc.errors()
     if not all((e["type"] in _BOUNDS and isinstance(e.get("input"), int | float))
                or (e["type"] == "string_too_long" and isinstance(e.get("input"), str)) for e in errors):
@@ -124,6 +127,10 @@ def _clamped(data: object, exc: ValidationError) -> object | None:
             holder = holder[step]
         if error["type"] == "string_too_long":
             holder[last] = cut_text(error["input"], error["ctx"]["max_length"])
+        elif error["type"] in ("greater_than", "less_than"):  # an exclusive bound: one whole unit inside it
+            bound, value = error["ctx"][_BOUNDS[error["type"]]], error["input"]
+            step = 1 if float(value).is_integer() else 0.01
+            holder[last] = bound + step if error["type"] == "greater_than" else bound - step
         else:
             holder[last] = error["ctx"][_BOUNDS[error["type"]]]
     return data

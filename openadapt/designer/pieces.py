@@ -59,8 +59,9 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
               and typing.get_origin(f.annotation) is not list}
     pieces = [Piece("domain", create_model("DomainHeader", **{n: (f.annotation, f) for n, f in header.items()}),
                     guide=field_guide(header))]
-    counts = {name: _target_count(f, len(getattr(example, name))) for name, f in fields.items()
-              if list_item_model(f.annotation) is not None}
+    needed = needed_counts(example)
+    counts = {name: max(needed.get(name, 0), _target_count(f, len(getattr(example, name))))
+              for name, f in fields.items() if list_item_model(f.annotation) is not None}
     for name, key in domain_cls.KEYS.items():
         item = list_item_model(fields[name].annotation)
         pieces.append(Piece(f"domain.{name}.keys", _keys_model(name, item, key, counts[name]), name, keys=True))
@@ -79,8 +80,38 @@ def plan_pieces(domain_cls: type[Domain], example: Domain) -> list[Piece]:
         else:  # a list of plain values (lines of text): one piece holding the whole list
             lines = getattr(example, name)
             prose = sum(isinstance(v, str) and is_prose(v) for v in lines) * 2 >= len(lines) > 0
-            pieces.append(Piece(f"domain.{name}", _values_model(name, f, len(lines)), name, aside=prose))
+            model = _values_model(name, f, len(lines))
+            if needed.get(name, 0) > _count_of(model):
+                model = resized(model, needed[name])
+            pieces.append(Piece(f"domain.{name}", model, name, aside=prose))
     return pieces
+
+
+_NEEDED = re.compile(r"has \d+ item\(s\); at least (\d+) are needed")
+
+
+def needed_counts(example: Domain) -> dict[str, int]:
+    """The fewest items each list needs to pass the family's own checks (its tiers draw from them), read off
+    those checks on the worked example with the list cut to one item. Written to the schema's minimum (three
+    at most), the operating rooms' draft had 3 sites, 3 staff and 3 kinds of case where the checks need 4, 6
+    and 4: each such list was then topped up one item at a time, or left short when the time ran out."""
+    needed: dict[str, int] = {}
+    for name in type(example).model_fields:
+        value = getattr(example, name)
+        if not isinstance(value, list) or len(value) < 2:
+            continue
+        try:
+            found = example.model_copy(update={name: value[:1]}).family_problems()
+        except Exception:  # a check that assumes what the cut broke: it tells nothing about this list's minimum
+            continue
+        for problem in found:
+            if problem.path == f"domain.{name}" and (match := _NEEDED.search(problem.message)):
+                needed[name] = max(needed.get(name, 0), int(match.group(1)))
+    return needed
+
+
+def _count_of(model: type[BaseModel]) -> int:
+    return next(m.min_length for m in model.model_fields["items"].metadata if getattr(m, "min_length", None))
 
 
 def _has_prose_lines(item: type[BaseModel], examples: list[BaseModel]) -> bool:

@@ -14,7 +14,7 @@ skill it requires) for its whole duration.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -112,7 +112,7 @@ class TaskType(DomainPart):
     mandatory: bool = Field(default=False, description=(
         "True when every task of this kind must be on the day's plan (e.g. cancer surgery at its target date); "
         "false when it may be deferred if the day is full. Keep most kinds optional."))
-    arrival: list[str] = Field(default_factory=list, max_length=2, description=(
+    arrival: list[Annotated[str, Field(pattern=CLOCK)]] = Field(default_factory=list, max_length=2, description=(
         "Either empty (ready from the day's start) or ['HH:MM', 'HH:MM']: the window in which each such task "
         "becomes ready (a truck's arrival); it cannot start before that, e.g. ['06:30', '09:00']."))
 
