@@ -45,7 +45,8 @@ class ScriptedModel:
 
     def __call__(self, body: dict) -> Scripted:
         text = body["messages"][-1]["content"]
-        start = max(text.rfind("\n\nWrite "), text.rfind("\n\nYour `"), text.rfind("\n\n`domain."))
+        start = max(text.rfind("\n\nWrite "), text.rfind("\n\nYour `"), text.rfind("\n\n`domain."),
+                    text.rfind("\n\nFirst name the `"))
         if text.startswith("The task:") and start > 0:  # a request aside: the task and world, then the instruction
             text = text[start + 2:]
         self.asked.append(text)
@@ -1581,7 +1582,8 @@ def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_li
     helpdesk's staff names were asked for again whole, and came back the same 11, until the time limit."""
     family = get_family("report")
     world = family.load_example("daily_report").model_dump(mode="json")
-    world["subject_names"] = world["subject_names"][:7]  # the schema takes them; the tiers need 10
+    # the plan asks for the 10 the tiers need; three come back as JSON debris, dropped, so 7 are left
+    world["subject_names"] = world["subject_names"][:7] + ["} ]", "``` ```", "] ,"]
     world["agent_role"] = "the reporting clerk of a chain of garden centres"  # the seed's is the description's
 
     class Names(OtherFamilyModel):
@@ -1668,3 +1670,33 @@ def test_pieces_ask_for_as_many_items_as_the_family_checks_need(name):
         assert not enough, (list_name, count, enough)
         checked += bool(short)
     assert checked >= 2  # lists whose count is set by the checks, not the schema
+
+
+def test_a_key_repeated_in_a_list_of_references_is_listed_once():
+    """The grammar bounds a list of references but cannot make its values differ: the operating rooms' 1.5B gave
+    every site one capability six times."""
+    from openadapt.designer.pieces import distinct_references
+
+    family = get_family("scheduling")
+    draft = {"sites": [{"id": "or_1", "capabilities": ["laminar_flow"] * 6 + ["imaging", "laminar_flow"]}],
+             "staff": [{"id": "dr_a", "skills": ["ortho", "ortho"]}], "title": "x"}
+    tidied = distinct_references(draft, family.domain)
+    assert tidied["sites"][0]["capabilities"] == ["laminar_flow", "imaging"]
+    assert tidied["staff"][0]["skills"] == ["ortho"] and tidied["title"] == "x"
+    assert draft["sites"][0]["capabilities"][1] == "laminar_flow"  # the draft itself is not edited
+
+
+def test_the_embedded_model_writes_every_piece_after_the_header_out_of_the_worked_examples_sight(llm, world):
+    """In the conversation, the 1.5B copied the worked example's world into the task's (the dock example's
+    reefer doors and hauliers into the operating rooms); an endpoint model keeps the conversation."""
+    llm.responder = ScriptedModel(world)
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="local").design()
+    assert candidate.usable, candidate.problems
+    pieces = [r for r in llm.requests if "response_format" in r and re.search(
+        r"(^|\n\n)(Write|First name the) (`|the domain.s header)", r["messages"][-1]["content"])]
+    header = [r for r in pieces if "Here is a worked example" in json.dumps(r["messages"])]
+    aside = [r for r in pieces if r not in header]
+    assert len(header) == 1 and len(aside) >= 10  # the header alone sees the example
+    assert all(len(r["messages"]) == 2 and "Crash loop" in r["messages"][1]["content"] for r in aside)
+    keys = next(r for r in aside if "First name the `components`" in r["messages"][1]["content"])
+    assert "This world's domain so far" in keys["messages"][1]["content"]  # the header written, in sight

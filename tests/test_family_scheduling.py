@@ -599,3 +599,17 @@ def test_an_arrival_that_is_not_a_clock_time_is_a_schema_problem_not_a_crash():
     data["task_types"][0]["arrival"] = ["morning", "09:00"]
     with pytest.raises(DomainError, match=r"task_types\[0\]\.arrival"):
         family.parse_domain(data)
+
+
+def test_the_draft_tidy_makes_the_last_mandatory_kinds_optional_until_three_are():
+    from openadapt.families.scheduling.domain import SchedulingDomain
+
+    kinds = [{"id": f"k{i}", "mandatory": True} for i in range(4)]
+    tidied = SchedulingDomain.tidy({"task_types": kinds})["task_types"]
+    assert [k["mandatory"] for k in tidied] == [True, False, False, False] and kinds[3]["mandatory"] is True
+    mixed = [{"id": "a", "mandatory": False}, {"id": "b", "mandatory": True}, {"id": "c", "mandatory": True},
+             {"id": "d", "mandatory": False}, {"id": "e", "mandatory": True}]
+    assert [k["mandatory"] for k in SchedulingDomain.tidy({"task_types": mixed})["task_types"]] == [
+        False, True, True, False, False]
+    sound = read_domain_file(get_family("scheduling").examples()["operating_rooms"])
+    assert SchedulingDomain.tidy(sound) == sound

@@ -50,6 +50,7 @@ from openadapt.designer.pieces import (
     assemble,
     constrained_schema,
     cut_foreign_tails,
+    distinct_references,
     drop_repeated_prose,
     instruction_for,
     max_tokens_for,
@@ -199,6 +200,12 @@ class FamilyDomainDesigner(PieceRepairs):
                  progress: Progress | None = None, kind: str = "local", deadline: Deadline = NO_DEADLINE):
         self.backend = backend
         self.deadline = deadline
+        # The embedded model writes every piece after the header aside, out of the worked example's sight: in the
+        # conversation the 1.5B copied the example's world into the operating rooms (the warehouse dock's reefer
+        # doors, forklift licences and hauliers: 55 problems left at 10 minutes, its draft 8.5 minutes); aside,
+        # 25 problems, the draft in 5.5 (asides share one short prefix, where the conversation grows). An
+        # endpoint model keeps the conversation, where the example shows it the whole shape.
+        self._pieces_aside = kind == "local"
         self._unwritten: set[str] = set()  # pieces not asked for because the time limit had passed
         self.name = name
         self.task = task
@@ -300,6 +307,7 @@ class FamilyDomainDesigner(PieceRepairs):
         # conversation, run 18's pump plant took the example's `dependency_status` texts back word for word.
         aside = piece.aside or (piece.field is not None and not piece.keys
                                 and any("from the worked example" in p for p in problems or ()))
+        aside = aside or (piece.field is not None and self._pieces_aside)
         instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
         started = time.monotonic()
         try:
@@ -386,7 +394,8 @@ class FamilyDomainDesigner(PieceRepairs):
 
     def _draft(self) -> dict[str, Any]:
         # Repeats dropped again after the tidy: two symptom lines with different names can tidy to one line.
-        tidied = self._family.domain.tidy(drop_repeated_prose(cut_foreign_tails(assemble(self._pieces))))
+        drafted = distinct_references(cut_foreign_tails(assemble(self._pieces)), self._family.domain)
+        tidied = self._family.domain.tidy(drop_repeated_prose(drafted))
         return thin_repeats(drop_repeated_prose(tidied), self._family.domain)
 
     def _check(self) -> list[DomainProblem]:

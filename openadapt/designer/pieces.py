@@ -482,6 +482,22 @@ def drop_repeated_prose(value: Any) -> Any:
     return value
 
 
+def distinct_references(data: dict[str, Any], domain_cls: type[Domain]) -> dict[str, Any]:
+    """The draft with a key repeated inside one list of references listed once: the grammar bounds such a list
+    (at most 8) but cannot ask its values to differ, and the operating rooms' 1.5B filled every site's
+    capabilities and every surgeon's skills with one key six times over."""
+    data = dict(data)
+    for path in domain_cls.REFERENCES:
+        list_name, field_name = path.split(".")
+        items = data.get(list_name)
+        if not isinstance(items, list):
+            continue
+        data[list_name] = [{**item, field_name: list(dict.fromkeys(item[field_name]))}
+                           if isinstance(item, dict) and isinstance(item.get(field_name), list)
+                           and all(isinstance(v, str) for v in item[field_name]) else item for item in items]
+    return data
+
+
 def thin_repeats(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The draft with a sentence written three times or more across its lists dropped from the lists that keep
     their minimum without it, the last ones first, until it is written fewer than three times (never a word

@@ -38,6 +38,7 @@ MAX_OPEN_SITES = 3
 MIN_SITES = MAX_OPEN_SITES + 1
 MIN_STAFF = 6
 MIN_CLIENTS = 14
+MIN_OPTIONAL = 3  # optional kinds, so that a full day forces a choice of what to defer
 RULE_KINDS = ("site_excludes_type", "staff_excludes_type", "site_ends_by", "staff_ends_by", "shared_equipment")
 # Placeholders each hidden-rule kind must (first) and may (second) use.
 RULE_PLACEHOLDERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -262,6 +263,25 @@ class SchedulingDomain(Domain):
     def start_times(self) -> list[str]:
         return [self.clock_at(s) for s in range(self.day_slots)]
 
+    # ---- drafts ------------------------------------------------------------------------------------------
+    @classmethod
+    def tidy(cls, data: dict) -> dict:
+        """Where fewer than three kinds of task are optional, the last mandatory kinds become optional until three
+        are (or all but the first, in a shorter list): the schema asks most kinds to be optional, and the
+        operating rooms' 1.5B marked all four mandatory, so no day forced a choice of what to defer. Which kinds
+        stay mandatory is the draft's: its first ones."""
+        kinds = data.get("task_types")
+        if not isinstance(kinds, list) or not all(isinstance(k, dict) for k in kinds):
+            return data
+        kinds = [dict(k) for k in kinds]
+        optional = sum(k.get("mandatory") is not True for k in kinds)
+        for kind in reversed(kinds[1:]):
+            if optional >= MIN_OPTIONAL:
+                break
+            if kind.get("mandatory") is True:
+                kind["mandatory"], optional = False, optional + 1
+        return {**data, "task_types": kinds}
+
     # ---- semantic checks -----------------------------------------------------------------------------------
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
@@ -465,8 +485,8 @@ class SchedulingDomain(Domain):
                 "every kind has the same priority: use at least two levels, so that choosing what to defer "
                 "matters")))
         optional = [t for t in self.task_types if not t.mandatory]
-        p += too_few(optional, 3, "domain.task_types", "optional kinds (mandatory: false), so that a full day "
-                     "forces a choice of what to defer")
+        p += too_few(optional, MIN_OPTIONAL, "domain.task_types", "optional kinds (mandatory: false), so that a "
+                     "full day forces a choice of what to defer")
         hostable = [t for t in self.task_types if sum(t.needs in s.capabilities for s in self.sites) >= 2]
         p += too_few(hostable, 2, "domain.task_types", "kinds whose capability is offered by two or more sites, "
                      "so that a blocked site or an equipment rule leaves an alternative")
