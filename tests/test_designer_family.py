@@ -4,6 +4,7 @@ it knows (the kubernetes_cluster example), so the test can break single pieces a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import ClassVar
@@ -13,6 +14,7 @@ import yaml
 from fake_openai import FakeOpenAI, Scripted
 from pydantic import BaseModel, Field
 
+from openadapt.designer.chat import LLMError
 from openadapt.designer.copying import ENTITY_NAME, copied_from_example
 from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
@@ -107,7 +109,7 @@ class ScriptedModel:
             return {"ok": True}
         if (match := re.search(r"\n\n`(\w+)` has a problem", text)):  # one header text, asked for aside
             return {"text": self.world[match.group(1)]}
-        raise AssertionError(f"the scripted model does not know how to answer: {text[-400:]}")
+        raise AssertionError(f"the scripted model does not know how to answer: {text[:300]} ... {text[-400:]}")
 
     def piece(self, path: str):
         match = re.match(r"domain\.(\w+)\[(\d+)\]", path)
@@ -1700,3 +1702,25 @@ def test_the_embedded_model_writes_every_piece_after_the_header_out_of_the_worke
     assert all(len(r["messages"]) == 2 and "Crash loop" in r["messages"][1]["content"] for r in aside)
     keys = next(r for r in aside if "First name the `components`" in r["messages"][1]["content"])
     assert "This world's domain so far" in keys["messages"][1]["content"]  # the header written, in sight
+    # the key's description without its example names (the 1.5B named surgeons `crew_bravo` .. after them)
+    assert "as it appears in its logs" in keys["messages"][1]["content"]
+    assert "freezer-room-2" not in keys["messages"][1]["content"].split("First name the")[1]
+
+
+def test_a_list_written_against_the_pieces_before_it_stays_in_the_conversation(llm):
+    """Written aside, the sales database's questions named tables and columns that did not exist: the embedded
+    model writes a querying domain's tables aside, recorded whole, and its questions in the conversation."""
+    family = get_family("querying")
+    world = family.load_example("sales_database").model_dump(mode="json")
+    model = OtherFamilyModel(family, world)
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "sql", "Train an agent to answer sales questions "
+                                    "with SQL", kind="local")
+    with contextlib.suppress(LLMError):  # the script does not answer the repairs after the first draft
+        designer.design()
+    tables = [r for r in llm.requests if "Write `tables` item" in r["messages"][-1]["content"]]
+    questions = [r for r in llm.requests if r["messages"][-1]["content"].startswith("Write `questions` item")]
+    assert tables and all(len(r["messages"]) == 2 for r in tables)  # aside
+    assert questions and all(len(r["messages"]) > 2 for r in questions)  # in the conversation
+    column = world["tables"][0]["columns"][1]["name"]
+    assert all(column in json.dumps(r["messages"]) for r in questions)  # the tables as written, in full

@@ -307,7 +307,8 @@ class FamilyDomainDesigner(PieceRepairs):
         # conversation, run 18's pump plant took the example's `dependency_status` texts back word for word.
         aside = piece.aside or (piece.field is not None and not piece.keys
                                 and any("from the worked example" in p for p in problems or ()))
-        aside = aside or (piece.field is not None and self._pieces_aside)
+        aside = aside or (piece.field is not None and self._pieces_aside
+                          and piece.field not in self._family.domain.IN_CONVERSATION)
         instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
         started = time.monotonic()
         try:
@@ -316,7 +317,8 @@ class FamilyDomainDesigner(PieceRepairs):
                 piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
                                                       max_tokens_for(piece, self._example), key=piece.path,
                                                       schema=schema, turn=instruction.split("\n")[0],
-                                                      recorded=short_fields if piece.index is not None else None)
+                                                      recorded=short_fields if piece.index is not None
+                                                      and not self._family.domain.IN_CONVERSATION else None)
             else:
                 apart = self._siblings(piece)
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),

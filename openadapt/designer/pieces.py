@@ -196,6 +196,12 @@ def max_tokens_for(piece: Piece, example: Domain) -> int:
     return min(1500, max(160, int(len(text) / 2.2) + 120))
 
 
+# A description's quoted example names ("..., e.g. 'dr_okafor', 'crew_bravo'."), left out where the keys are
+# asked for (the grammar holds their form): written out of the worked example's sight, the operating rooms' 1.5B
+# named its surgeons `crew_bravo` .. `crew_foxtrot` after the staff description's example.
+_EXAMPLE_IDS = re.compile(r",?\s*\(?e\.g\.\s.*?(?=\.\s|\.$|$)")
+
+
 def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems: list[str] | None = None) -> str:
     if problems:
         head = (f"Your `{piece.path}` has problems:\n" + "\n".join(f"- {p}" for p in problems) +
@@ -207,7 +213,7 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
         item = list_item_model(family.domain.model_fields[piece.field].annotation)
         head = (f"First name the `{piece.field}` of this world: write the `{key}` of each of them as JSON "
                 '{"items": [...]}, all different, each specific to the task\'s world. Each `' + key + "`: " +
-                (item.model_fields[key].description or ""))
+                _EXAMPLE_IDS.sub("", item.model_fields[key].description or ""))
     elif piece.index is not None and (keys := _keys_of(pieces, piece.field)):
         head = f"Write `{piece.field}` item {piece.index + 1} of {len(keys)}, `{keys[piece.index]}`, as JSON."
     elif piece.index is not None:

@@ -138,6 +138,11 @@ class Domain(DomainPart):
     # check asks for N of them: a designer's schema for those items does not offer null or an empty list (the
     # supplier's 1.5B gave every issue `constraint: null`, though the description asks two for one).
     REQUIRED_IN_FIRST: ClassVar[dict[str, int]] = {}
+    # Lists whose items are written against the pieces before them in full, not only their keys (a question's
+    # SQL reads the tables' columns as written): a designer that writes pieces aside keeps these in its
+    # conversation. Written aside, the sales database's questions named tables and columns that did not exist
+    # and four of six were one question.
+    IN_CONVERSATION: ClassVar[frozenset[str]] = frozenset()
     # Texts that must hold no figure ('list[].field' paths), which a designer's grammar then keeps out: checked
     # only afterwards, the supplier's 1.5B wrote "... pay a fee of 200 EUR" into two constraint hints.
     NO_DIGITS: ClassVar[frozenset[str]] = frozenset()
