@@ -1688,39 +1688,43 @@ def test_a_key_repeated_in_a_list_of_references_is_listed_once():
     assert draft["sites"][0]["capabilities"][1] == "laminar_flow"  # the draft itself is not edited
 
 
-def test_the_embedded_model_writes_every_piece_after_the_header_out_of_the_worked_examples_sight(llm, world):
-    """In the conversation, the 1.5B copied the worked example's world into the task's (the dock example's
-    reefer doors and hauliers into the operating rooms); an endpoint model keeps the conversation."""
-    llm.responder = ScriptedModel(world)
-    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="local").design()
-    assert candidate.usable, candidate.problems
-    pieces = [r for r in llm.requests if "response_format" in r and re.search(
-        r"(^|\n\n)(Write|First name the) (`|the domain.s header)", r["messages"][-1]["content"])]
-    header = [r for r in pieces if "Here is a worked example" in json.dumps(r["messages"])]
-    aside = [r for r in pieces if r not in header]
-    assert len(header) == 1 and len(aside) >= 10  # the header alone sees the example
-    assert all(len(r["messages"]) == 2 and "Crash loop" in r["messages"][1]["content"] for r in aside)
-    keys = next(r for r in aside if "First name the `components`" in r["messages"][1]["content"])
-    assert "This world's domain so far" in keys["messages"][1]["content"]  # the header written, in sight
-    # the key's description without its example names (the 1.5B named surgeons `crew_bravo` .. after them)
-    assert "as it appears in its logs" in keys["messages"][1]["content"]
-    assert "freezer-room-2" not in keys["messages"][1]["content"].split("First name the")[1]
+def _local_design(llm, family_name: str, example: str, task: str) -> dict:
+    """The requests of one embedded-model design of `family_name` (scripted from its example `example`)."""
+    family = get_family(family_name)
+    world = family.load_example(example).model_dump(mode="json")
+    llm.responder = OtherFamilyModel(family, world)
+    with contextlib.suppress(LLMError):  # the script does not answer every repair after the first draft
+        FamilyDomainDesigner(LLMClient(config(llm)), "x", task, kind="local").design()
+    return world
 
 
-def test_a_list_written_against_the_pieces_before_it_stays_in_the_conversation(llm):
-    """Written aside, the sales database's questions named tables and columns that did not exist: the embedded
-    model writes a querying domain's tables aside, recorded whole, and its questions in the conversation."""
-    family = get_family("querying")
-    world = family.load_example("sales_database").model_dump(mode="json")
-    model = OtherFamilyModel(family, world)
-    llm.responder = model
-    designer = FamilyDomainDesigner(LLMClient(config(llm)), "sql", "Train an agent to answer sales questions "
-                                    "with SQL", kind="local")
-    with contextlib.suppress(LLMError):  # the script does not answer the repairs after the first draft
-        designer.design()
-    tables = [r for r in llm.requests if "Write `tables` item" in r["messages"][-1]["content"]]
+def _pieces_asked(llm, field: str) -> list[dict]:
+    return [r for r in llm.requests if re.search(rf"(^|\n\n)(Write|First name the) `{field}`",
+                                                 r["messages"][-1]["content"])]
+
+
+def test_the_embedded_model_writes_a_marked_familys_pieces_out_of_the_worked_examples_sight(llm):
+    """In the conversation, the 1.5B copied the worked example's world into the task's (the dock example's reefer
+    doors and hauliers into the operating rooms): where the family asks it (`PIECES_ASIDE`), every piece after
+    the header is written aside, with the header in sight, and the keys without the description's names."""
+    _local_design(llm, "scheduling", "warehouse_dock", "Train an agent to schedule tomorrow's surgeries")
+    header = [r for r in llm.requests if "Write the domain's header" in r["messages"][-1]["content"]]
+    assert len(header) == 1 and "Here is a worked example" in json.dumps(header[0]["messages"])
+    for field in ("sites", "staff", "task_types"):
+        asked = _pieces_asked(llm, field)
+        assert len(asked) >= 2 and all(len(r["messages"]) == 2 for r in asked), field
+        assert all("Here is a worked example" not in json.dumps(r["messages"]) for r in asked)
+        assert all("This world's domain so far" in r["messages"][1]["content"] for r in asked)
+    (keys,) = _pieces_asked(llm, "staff")[:1]
+    assert "Identifier of one staff member or crew" in keys["messages"][1]["content"]
+    assert "crew_bravo" not in keys["messages"][1]["content"]  # the 1.5B named its surgeons after it
+
+
+def test_an_unmarked_family_keeps_the_conversation_with_the_embedded_model(llm):
+    """Aside, the warehouse's items were named 'inventory', 'item2', ... (32 problems against 9) and the sales
+    database's questions named tables that did not exist: those families keep the conversation."""
+    world = _local_design(llm, "querying", "sales_database", "Train an agent to answer sales questions with SQL")
     questions = [r for r in llm.requests if r["messages"][-1]["content"].startswith("Write `questions` item")]
-    assert tables and all(len(r["messages"]) == 2 for r in tables)  # aside
-    assert questions and all(len(r["messages"]) > 2 for r in questions)  # in the conversation
-    column = world["tables"][0]["columns"][1]["name"]
-    assert all(column in json.dumps(r["messages"]) for r in questions)  # the tables as written, in full
+    assert _pieces_asked(llm, "tables") and all(len(r["messages"]) > 2 for r in _pieces_asked(llm, "tables"))
+    assert questions and all(len(r["messages"]) > 2 and world["title"] not in r["messages"][-1]["content"]
+                             for r in questions)

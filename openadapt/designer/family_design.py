@@ -200,11 +200,9 @@ class FamilyDomainDesigner(PieceRepairs):
                  progress: Progress | None = None, kind: str = "local", deadline: Deadline = NO_DEADLINE):
         self.backend = backend
         self.deadline = deadline
-        # The embedded model writes every piece after the header aside, out of the worked example's sight: in the
-        # conversation the 1.5B copied the example's world into the operating rooms (the warehouse dock's reefer
-        # doors, forklift licences and hauliers: 55 problems left at 10 minutes, its draft 8.5 minutes); aside,
-        # 25 problems, the draft in 5.5 (asides share one short prefix, where the conversation grows). An
-        # endpoint model keeps the conversation, where the example shows it the whole shape.
+        # The embedded model writes every piece after the header aside where the family asks it
+        # (`Domain.PIECES_ASIDE`): a small model copies the worked example's world; an endpoint model keeps the
+        # conversation, where the example shows it the whole shape.
         self._pieces_aside = kind == "local"
         self._unwritten: set[str] = set()  # pieces not asked for because the time limit had passed
         self.name = name
@@ -307,8 +305,7 @@ class FamilyDomainDesigner(PieceRepairs):
         # conversation, run 18's pump plant took the example's `dependency_status` texts back word for word.
         aside = piece.aside or (piece.field is not None and not piece.keys
                                 and any("from the worked example" in p for p in problems or ()))
-        aside = aside or (piece.field is not None and self._pieces_aside
-                          and piece.field not in self._family.domain.IN_CONVERSATION)
+        aside = aside or (piece.field is not None and self._pieces_aside and self._family.domain.PIECES_ASIDE)
         instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
         started = time.monotonic()
         try:
@@ -317,8 +314,7 @@ class FamilyDomainDesigner(PieceRepairs):
                 piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
                                                       max_tokens_for(piece, self._example), key=piece.path,
                                                       schema=schema, turn=instruction.split("\n")[0],
-                                                      recorded=short_fields if piece.index is not None
-                                                      and not self._family.domain.IN_CONVERSATION else None)
+                                                      recorded=short_fields if piece.index is not None else None)
             else:
                 apart = self._siblings(piece)
                 piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),

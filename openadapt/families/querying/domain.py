@@ -231,7 +231,6 @@ class QueryingDomain(Domain):
     # database's 1.5B draft left every optional part null. Not a split: asked of the first table too, the 1.5B
     # moved columns the table did not have and named the side table after another table (a draft of 39 problems).
     REQUIRED_IN_FIRST = {"tables.stale": 3, "tables.soft_delete": 3}
-    IN_CONVERSATION = frozenset({"questions"})  # their SQL reads the tables as written
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the sales operations analyst', 'the clinic's reporting analyst'."))
     database_noun: str = Field(min_length=3, max_length=80, description=(

@@ -176,6 +176,7 @@ _Texts = dict(min_length=1, max_length=8)
 
 class SchedulingDomain(Domain):
     KEYS = {"capabilities": "id", "skills": "id", "sites": "id", "staff": "id", "task_types": "id"}
+    PIECES_ASIDE = True  # in the conversation the 1.5B copied the worked example's docks (Domain.PIECES_ASIDE)
     REFERENCES = {"sites.capabilities": Reference("capabilities.id"), "staff.skills": Reference("skills.id"),
                   "task_types.needs": Reference("capabilities.id"), "task_types.skill": Reference("skills.id"),
                   "emergencies.task_type": Reference("task_types.id"),
