@@ -254,10 +254,9 @@ class QueryingDomain(Domain):
         column's type follows from its kind wherever the kind allows one type only (a 'ref' column of type text). A
         table whose unique names (a choice column with `unique`) are fewer than its `max_rows` gets as many rows as
         it has names: each row takes a different one, so the names are the table (the draft gave 300 products 8
-        unique names). A question's slot that
-        neither its text nor its SQL uses is dropped too (the same draft gave 'Top Selling Products' a
-        `{category}` slot it never used: a fixed question, not a broken one), and a question marked `ordered`
-        whose SQL has no ORDER BY is not ordered: its reference rows come in no order."""
+        unique names). A question's slot that neither its text nor its SQL uses is dropped too (the same draft
+        gave 'Top Selling Products' a `{category}` slot it never used: a fixed question, not a broken one), and a
+        question marked `ordered` whose SQL has no ORDER BY is not ordered: its reference rows come in no order."""
         data = dict(data)
         tables = data.get("tables")
         if not isinstance(tables, list):
@@ -265,7 +264,7 @@ class QueryingDomain(Domain):
         table_names = {t.get("name") for t in tables if isinstance(t, dict)}
         data["tables"] = [_tidy_table(t, table_names) if isinstance(t, dict) else t for t in tables]
         if isinstance(data.get("questions"), list):
-            data["questions"] = [_used_slots(q) if isinstance(q, dict) else q for q in data["questions"]]
+            data["questions"] = [_tidy_question(q) if isinstance(q, dict) else q for q in data["questions"]]
         return data
 
     # ---- lookups ----------------------------------------------------------------------------------------
@@ -547,8 +546,6 @@ def drift_options(domain: QueryingDomain, read: dict[str, list[str]]) -> dict[st
     return {"renames": renames, "distractors": distractors, "hidden": hidden}
 
 
-
-
 def _tidy_table(table: dict, table_names: set) -> dict:
     table = dict(table)
     table["renames"] = _new_names(table.get("renames"), table_names)
@@ -600,7 +597,11 @@ def _distinct_choices(column: dict) -> dict:
     choices, weights = column.get("choices"), column.get("weights")
     if not isinstance(choices, list) or len(set(map(str, choices))) == len(choices):
         return {}
-    first = [i for i, c in enumerate(choices) if str(c) not in set(map(str, choices[:i]))]
+    first, seen = [], set()
+    for i, choice in enumerate(choices):
+        if str(choice) not in seen:
+            first.append(i)
+            seen.add(str(choice))
     out: dict = {"choices": [choices[i] for i in first]}
     if isinstance(weights, list) and len(weights) == len(choices):
         out["weights"] = [weights[i] for i in first]
@@ -610,7 +611,7 @@ def _distinct_choices(column: dict) -> dict:
 _ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
 
 
-def _used_slots(question: dict) -> dict:
+def _tidy_question(question: dict) -> dict:
     slots, text, sql = question.get("slots"), question.get("text"), question.get("sql")
     if question.get("ordered") is True and isinstance(sql, str) and not _ORDER_BY.search(sql):
         question = {**question, "ordered": False}  # the reference SQL says the rows come in no order
