@@ -547,3 +547,19 @@ def test_the_rendered_package_passes_the_sandbox_validator(validator, tmp_path):
     report = validator.validate(pkg)
     failed = [c.check_id for c in report.checks if c.status.value not in ("pass", "skip")]
     assert report.verdict.value == "pass", failed
+
+
+def test_the_draft_tidy_drops_price_breaks_that_are_no_discount():
+    """The warehouse's 1.5B draft wrote breaks at the list price and the minimum order (ten of its problems): each
+    is dropped, the real discounts after it kept; a sound domain is left as it is."""
+    from openadapt.families.inventory.domain import InventoryDomain
+    from openadapt.families.yamlio import read_domain_file
+
+    sound = read_domain_file(get_family("inventory").examples()["warehouse_restocking"])
+    assert InventoryDomain.tidy(copy.deepcopy(sound)) == sound
+    draft = copy.deepcopy(sound)
+    breaks = draft["suppliers"][3]["offers"][0]["price_breaks"]
+    assert breaks == [{"min_quantity": 600, "unit_price": 2.95}, {"min_quantity": 1200, "unit_price": 2.85}]
+    breaks.insert(0, {"min_quantity": 240, "unit_price": 3.1})  # the minimum order at the list price
+    breaks.insert(2, {"min_quantity": 900, "unit_price": 2.99})  # dearer than the break before it
+    assert InventoryDomain.tidy(draft) == sound

@@ -489,3 +489,27 @@ def test_the_draft_tidy_drops_what_can_never_happen_and_keeps_the_rest_as_writte
     problems = [p for p in family.parse_domain(tidied).problems() if "renames" in p.path or "choices" in p.path
                 or p.path.startswith("domain.questions") and "slot" in p.message]
     assert not problems
+
+
+def test_the_draft_tidy_reads_keys_and_references_off_the_column_names_and_drops_repeated_questions(family):
+    """The drifting-SQL 1.5B draft: a ref written 'table.column', a second key that holds another table's key, a
+    table whose key was written as a reference to a table that does not exist, one question asked four times."""
+    from openadapt.families.querying.domain import QueryingDomain
+    from openadapt.families.yamlio import read_domain_file
+
+    sound = read_domain_file(family.examples()["sales_database"])
+    draft = copy.deepcopy(sound)
+    tables = {t["name"]: t for t in draft["tables"]}
+    tables["orders"]["columns"][1]["ref"] = "customers.id"
+    tables["order_items"]["columns"][2].update(kind="key")
+    tables["order_items"]["columns"][2].pop("ref")
+    tables["products"]["columns"][0].update(kind="ref", ref="order_details")
+    repeated = copy.deepcopy(draft["questions"][1])
+    repeated["id"], repeated["text"] = "again", "  " + repeated["text"].upper()
+    draft["questions"].insert(3, repeated)
+    tidied = QueryingDomain.tidy(draft)
+    assert tidied["tables"] == sound["tables"]
+    assert tidied["questions"] == sound["questions"]
+    column = {"name": "note_id", "type": "integer", "comment": "a key nothing names", "kind": "ref", "ref": "notes"}
+    tables["orders"]["columns"].append(column)
+    assert QueryingDomain.tidy(draft)["tables"][3]["columns"][-1] == column  # a name that says nothing: as drafted

@@ -3,6 +3,7 @@ actions, domain validation with field paths, and a second world (a court list) r
 
 from __future__ import annotations
 
+import copy
 import itertools
 import random
 import statistics
@@ -613,3 +614,25 @@ def test_the_draft_tidy_makes_the_last_mandatory_kinds_optional_until_three_are(
         False, True, True, False, False]
     sound = read_domain_file(get_family("scheduling").examples()["operating_rooms"])
     assert SchedulingDomain.tidy(sound) == sound
+
+
+def test_the_draft_tidy_puts_durations_on_the_grid_drops_arrivals_before_the_day_and_repeated_clients():
+    """The operating rooms' 1.5B draft: 15-30 minutes on a 30-minute grid, arrival 00:00-00:30 on a day from
+    07:30; a dock draft: one client six times. The tidied draft has none of those problems."""
+    from openadapt.families.scheduling.domain import SchedulingDomain
+
+    sound = read_domain_file(get_family("scheduling").examples()["operating_rooms"])
+    draft = copy.deepcopy(sound)
+    slot = draft["clock"]["slot_minutes"]
+    kind = draft["task_types"][1]
+    kind.update(min_minutes=slot // 2, max_minutes=slot + 1, arrival=["00:00", "00:30"])
+    draft["clients"] = draft["clients"][:3] + [draft["clients"][0]] * 3 + draft["clients"][3:]
+    tidied = SchedulingDomain.tidy(draft)
+    assert (tidied["task_types"][1]["min_minutes"], tidied["task_types"][1]["max_minutes"]) == (slot, 2 * slot)
+    assert tidied["task_types"][1]["arrival"] == [] and tidied["clients"] == sound["clients"]
+    problems = [p for p in get_family("scheduling").parse_domain(tidied).problems()
+                if p.path.startswith(("domain.task_types[1]", "domain.clients"))]
+    assert not problems
+    kept = copy.deepcopy(sound)
+    kept["task_types"][1]["arrival"] = ["09:00", "10:00"]  # a window in the day is the draft's to keep
+    assert SchedulingDomain.tidy(kept)["task_types"][1]["arrival"] == ["09:00", "10:00"]

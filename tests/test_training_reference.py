@@ -94,3 +94,47 @@ def test_a_tier_reference_without_a_reference_model_is_refused_before_anything_i
         make_config(tmp_path / "run", beta=0.0, reference="tier")
     with pytest.raises(ValidationError, match="needs beta > 0"):
         make_config(tmp_path / "run", model="qwen2.5-coder-0.5b", beta=0.1, reference="tier")
+
+
+class Nudge(TrainerCallback):
+    """Moves every weight of the policy at the end of each step (before TRL's sync, which is the last callback),
+    so the policy differs from the initial model whatever a few steps of GRPO on a random model did."""
+
+    def __init__(self):
+        self.solver = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        with torch.no_grad():
+            for parameter in self.solver.model.parameters():
+                parameter.add_(0.01)
+        return control
+
+
+def synced_run(path, steps: int, mixup: float) -> tuple[dict, dict, dict]:
+    """(initial, policy, reference) weights after `steps` steps with the reference synced every step."""
+    nudge = Nudge()
+    with Solver.create(make_config(path, steps=steps, beta=0.1, lr=5e-2, reference="initial",
+                                   reference_sync_steps=1, reference_mixup=mixup), callbacks=[nudge]) as solver:
+        nudge.solver = solver
+        initial = weights(solver.trainer.ref_model)
+        solver.train()
+        return initial, weights(solver.model), weights(solver.trainer.ref_model)
+
+
+def test_a_synced_reference_trails_the_policy_and_is_checkpointed(tmp_path):
+    """`reference_sync_steps`: TRL's soft update moves the reference toward the policy (mixup 1.0: onto it), and
+    the moved reference is saved with the checkpoint a resume loads."""
+    initial, policy, reference = synced_run(tmp_path / "run", steps=2, mixup=1.0)
+    assert not same(reference, initial) and all(torch.allclose(reference[k], policy[k]) for k in policy)
+    assert (tmp_path / "run" / "checkpoints" / "checkpoint-2" / REFERENCE_FILE).exists()
+
+
+def test_a_half_synced_reference_sits_between_the_anchor_and_the_policy(tmp_path):
+    initial, policy, reference = synced_run(tmp_path / "run", steps=1, mixup=0.5)
+    moved = [k for k in policy if not torch.equal(policy[k], initial[k])]
+    assert moved and all(torch.allclose(reference[k], (initial[k] + policy[k]) / 2, atol=1e-6) for k in moved)
+
+
+def test_a_synced_reference_needs_a_reference_model(tmp_path):
+    with pytest.raises(ValidationError, match="reference_sync_steps moves the KL reference model"):
+        make_config(tmp_path / "run", beta=0.0, reference_sync_steps=10)

@@ -504,11 +504,11 @@ def test_imitate_needs_the_turn_trainer():
 
 def test_imitate_per_tier_uses_the_weight_of_the_steps_highest_tier(tmp_path):
     """`imitate={1: 0.5, 3: 0.0}` at ECI 3: the solved episodes are kept, none is drawn and the term is off;
-    a tier without a weight gets the largest."""
+    a tier without a weight takes the nearest lower tier's."""
     from openadapt.training.config import SolverSettings
 
-    per_tier = SolverSettings(model="tiny", imitate={"1": 0.0, "2": 3.0})
-    assert [per_tier.imitate_at(t) for t in (1, 2, 5)] == [0.0, 3.0, 3.0] and per_tier.imitates
+    per_tier = SolverSettings(model="tiny", imitate={"1": 0.0, "2": 3.0, "4": 1.0})
+    assert [per_tier.imitate_at(t) for t in (1, 2, 3, 4, 5)] == [0.0, 3.0, 3.0, 1.0, 1.0] and per_tier.imitates
     config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
                          context="last", imitate={1: 0.5, 3: 0.0}, imitate_batch=3)
     with Solver.create(config) as solver:
@@ -519,3 +519,27 @@ def test_imitate_per_tier_uses_the_weight_of_the_steps_highest_tier(tmp_path):
         assert solver.trainer.imitation_weight == 0.0 and solver.trainer._imitation is None
     row = RunDir(tmp_path / "run").metrics()[0]
     assert row["imitated"] == 0 and row["imitation_pool"] == 2 and "imitation_nll" not in row
+
+
+def test_beta_per_tier_uses_the_coefficient_of_the_steps_highest_tier(tmp_path):
+    """`beta={1: 0.1, 3: 0.0}`: a tier without one takes the nearest lower tier's; at ECI 3 the step trains
+    without the KL term (no reference log-probabilities are computed), while TRL keeps the reference model the
+    lower tiers need."""
+    from openadapt.training.config import SolverSettings
+
+    per_tier = SolverSettings(model="tiny", beta={"2": 0.05, "4": 0.0})
+    assert [per_tier.beta_at(t) for t in (1, 2, 3, 4, 5)] == [0.05, 0.05, 0.05, 0.0, 0.0]
+    assert per_tier.beta_max == 0.05 and per_tier.reference == "tier"
+    with pytest.raises(ValueError, match="beta per tier .* needs context 'last'"):
+        SolverSettings(model="tiny", context="full", beta={1: 0.1, 3: 0.0})
+    with pytest.raises(ValueError, match="beta must be a weight >= 0"):
+        SolverSettings(model="tiny", beta={1: -0.1})
+    for eci, coefficient in ((3, 0.0), (1, 0.1)):
+        config = make_config(tmp_path / f"run{eci}", steps=1, prompts_per_step=1, num_generations=4, eci=[eci],
+                             max_turns=2, context="last", beta={1: 0.1, 3: 0.0})
+        with Solver.create(config) as solver:
+            _, (spec,) = solver.rollout.specs(0, 1)
+            s, e = spec.seed, spec.eci
+            batch = train_capturing(solver, [investigate(s, e), diagnose(s, e), diagnose(s, e, right=False)] * 2)
+            assert solver.trainer.ref_model is not None and solver.trainer.beta == coefficient
+            assert ("ref_per_token_logps" in batch) == (coefficient > 0)

@@ -13,6 +13,7 @@ from openadapt.cli.options import (
     ReferenceOpt,
     SandboxOpt,
     ScaleRewardsOpt,
+    SettingsOpt,
     WandbOpt,
     tier_value,
 )
@@ -48,7 +49,7 @@ RoundsOpt = Annotated[int, typer.Option(min=1, help="designer+validator rounds p
                                         "stops as blocked")]
 AttemptsOpt = Annotated[int, typer.Option(min=1, help="LLM repair attempts within a round")]
 RULE = ("window", "min_episodes", "threshold", "replay_share", "step_back")
-NOT_SETTINGS = ("resume", "designer_base_url", "designer_model", "start_eci", *RULE)
+NOT_SETTINGS = ("resume", "designer_base_url", "designer_model", "start_eci", "settings", *RULE)
 
 
 def curriculum(
@@ -60,7 +61,7 @@ def curriculum(
     reference: ReferenceOpt = None, warmup_steps: WarmupOpt = None,
     save_steps: SaveOpt = None, output: OutputOpt = None, resume: ResumeOpt = None, wandb: WandbOpt = None,
     sandbox: SandboxOpt = None, designer_base_url: UrlOpt = None, designer_model: DesignerModelOpt = None,
-    escalation_attempts: RoundsOpt = 2, designer_attempts: AttemptsOpt = 3,
+    escalation_attempts: RoundsOpt = 2, designer_attempts: AttemptsOpt = 3, settings: SettingsOpt = None,
 ) -> None:
     """Train on SOURCE and raise its ECI tier each time the windowed solve rate reaches --threshold, with the
     designer making the harder tier and the validator certifying it.
@@ -92,13 +93,15 @@ def _config(params: dict[str, Any]):
     from openadapt.curriculum.config import CurriculumConfig, resume_config
 
     if params["resume"] is not None:
+        if params["settings"]:
+            raise UsageError("--resume keeps the run's recorded settings: leave out --settings")
         return resume_config(params["resume"], source=params["source"], output=params["output"],
                              hours=params["hours"], max_steps=params["max_steps"])
     if params["source"] is None:
         raise UsageError("give a SOURCE: a task prompt, a package directory or seed:NAME (or --resume RUN_DIR)")
     rule = {k: params[k] for k in RULE} | {"min_episodes": params["min_episodes"] or params["window"]}
-    settings = {k: v for k, v in params.items() if k not in NOT_SETTINGS and v is not None}
-    return CurriculumConfig.build(**settings, rule=rule, start_tier=params["start_eci"])
+    given = {k: v for k, v in params.items() if k not in NOT_SETTINGS and v is not None}
+    return CurriculumConfig.build(**(params["settings"] or {}) | given, rule=rule, start_tier=params["start_eci"])
 
 
 def _listener(progress: Progress):

@@ -112,6 +112,17 @@ ReferenceOpt = Annotated[str | None, typer.Option(
     "--reference", metavar="WHAT", callback=_reference,
     help="what the KL term anchors the policy to: initial (the model GRPO started from) or tier (the policy at the "
          "last escalation, holding what the earlier tiers taught; the default for tiny, which it needs)")]
+@parameter
+def _settings_file(value: Path) -> dict[str, Any]:
+    from openadapt.training.config import read_settings_file
+
+    return read_settings_file(value)
+
+
+SettingsOpt = Annotated[Any, typer.Option(
+    "--settings", metavar="FILE", callback=_settings_file, parser=Path,
+    help="solver settings from a YAML or JSON file (any field of docs/training.md's settings table, e.g. imitate, "
+         "explore, beta per tier); a flag given beside it wins")]
 OutputOpt = Annotated[Path | None, typer.Option("--output", metavar="RUN_DIR",
                                                 help="run directory (default: runs/NAME-TIMESTAMP)")]
 ModelOpt = Annotated[str, typer.Option("--model", metavar="MODEL",

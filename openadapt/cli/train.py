@@ -12,6 +12,7 @@ from openadapt.cli.options import (
     PackageArg,
     SandboxOpt,
     ScaleRewardsOpt,
+    SettingsOpt,
     TiersOpt,
     TrustOpt,
     WandbOpt,
@@ -48,6 +49,7 @@ def train(
     resume: ResumeOpt = False, wandb: WandbOpt = None,
     warmup_steps: WarmupOpt = None, eval_episodes: EvalOpt = None, seed: SeedOpt = None,
     skip_validation: SkipOpt = False, sandbox: SandboxOpt = None, trust: TrustOpt = False,
+    settings: SettingsOpt = None,
 ) -> None:
     """Train a model on a package with GRPO (TRL) through its text protocol, and evaluate it on held-out seeds
     before and after.
@@ -61,8 +63,11 @@ def train(
 
     if resume and output is None:
         raise UsageError("--resume needs the run directory: pass --output RUN_DIR")
-    given = {k: v for k, v in ctx.params.items() if v is not None and v is not False and k != "skip_validation"}
-    config = TrainConfig.build(**given, **({"validate_package": False} if skip_validation else {}))
+    given = {k: v for k, v in ctx.params.items() if v is not None and v is not False
+             and k not in ("skip_validation", "settings")}
+    if resume and settings:
+        raise UsageError("--resume keeps the run's recorded settings: leave out --settings")
+    config = TrainConfig.build(**(settings or {}) | given, **({"validate_package": False} if skip_validation else {}))
     err.print(f"run directory: {config.output}")
     summary = _run(config)
     _render(summary, config)

@@ -97,8 +97,18 @@ class SolverSettings(BaseModel):
         default="group", description="how GRPO scales an episode's advantage (reward minus its group's mean): "
         "'group' divides by the group's std (TRL's default), 'batch' by the step's, 'none' not at all (Dr. GRPO: "
         "a group whose rewards barely differ then moves the policy barely)")
-    beta: float | None = Field(default=None, ge=0, description="KL coefficient against the initial model (tiny "
-                               "0.1: it keeps the warm-up's spread over tools; real models 0)")
+    beta: float | dict[Tier, float] | None = Field(
+        default=None, description="KL coefficient against the reference model (tiny 0.1: it keeps the warm-up's "
+        "spread over tools and holds the earlier tiers; real models 0). A number, or one per tier ({1: 0.1, 4: 0.0}; "
+        "a tier without one takes the nearest lower tier's, the first given below them all): a step uses the "
+        "coefficient of the highest tier it trains on. Per tier needs context 'last'")
+    reference_sync_steps: int | None = Field(
+        default=None, ge=1, description="every this many steps the KL reference moves `reference_mixup` of the way "
+        "toward the policy (TRL's sync_ref_model, TR-DPO's soft update): the term then resists fast change "
+        "(forgetting, a broken format) but lets a move the policy keeps learning become the anchor's too. None: "
+        "the reference moves only as `reference` says. Needs beta > 0 and a fully fine-tuned model")
+    reference_mixup: float = Field(default=0.1, gt=0.0, le=1.0, description="reference_sync_steps: the share of "
+                                   "the way the reference moves toward the policy at each sync")
     reference: KlReference | None = Field(
         default=None, description="what the KL term (beta) anchors the policy to: the model GRPO started from "
         "('initial'), or in a curriculum the policy as it stood at the last escalation ('tier': the term then holds "
@@ -137,7 +147,8 @@ class SolverSettings(BaseModel):
         default=0.0, description="context 'last': weight of a self-imitation term added to GRPO's loss, the "
         "mean per-token negative log-likelihood of turns sampled from the run's own solved episodes (imitation.py; "
         "the environment's `solved` outcome picks them, nothing else). A number, or one per tier ({1: 0, 2: 3.0}; "
-        "a tier without one gets the largest): a step uses the weight of the highest tier it trains on. 0: off. "
+        "a tier without one takes the nearest lower tier's): a step uses the weight of the highest tier it trains "
+        "on. 0: off. "
         "From a tier's start its solved episodes are mostly lucky guesses, which the term copies (measured from "
         "ECI 1: entropy 0.23 -> 0.02 in 100 steps, the sampled solve rate stuck near 0.14)")
     imitate_buffer: int = Field(default=256, ge=1, description="imitate: solved episodes kept per tier (the newest)")
@@ -173,12 +184,14 @@ class SolverSettings(BaseModel):
                            "installed; TRL's vllm_* settings, temperature and max_completion_length apply)")
     sandbox: SandboxChoice = SandboxChoice.AUTO
 
-    @field_validator("imitate")
+    @field_validator("imitate", "beta")
     @classmethod
-    def _imitate(cls, value: float | dict[int, float]) -> float | dict[int, float]:
+    def _weights(cls, value: float | dict[int, float] | None, info: Any) -> float | dict[int, float] | None:
+        if value is None:
+            return value
         values = list(value.values()) if isinstance(value, dict) else [value]
         if not values or any(v < 0 for v in values):
-            raise ValueError("imitate must be a weight >= 0, or one per tier")
+            raise ValueError(f"{info.field_name} must be a weight >= 0, or one per tier")
         return value
 
     @field_validator("max_turns")
@@ -201,7 +214,7 @@ class SolverSettings(BaseModel):
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 self.__dict__[name] = value  # resolved, not "set": model_fields_set keeps what was asked for
-        movable = bool(self.beta) and (tiny or self.lora is None)
+        movable = self.kl_term and (tiny or self.lora is None)
         if self.reference is None:
             self.__dict__["reference"] = "tier" if movable else "initial"
         if self.explore_credit == "positive" and self.context != "last":
@@ -215,6 +228,11 @@ class SolverSettings(BaseModel):
         if self.reference == "tier" and not movable:
             raise ValueError("reference 'tier' moves the KL reference model: it needs beta > 0 and a fully "
                              "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")
+        if self.reference_sync_steps and not movable:
+            raise ValueError("reference_sync_steps moves the KL reference model: it needs beta > 0 and a fully "
+                             "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")
+        if isinstance(self.beta, dict) and self.context != "last":
+            raise ValueError("beta per tier is set by each step's rollout: it needs context 'last'")
         return self
 
     def _default_warmup(self) -> int:
@@ -242,15 +260,55 @@ class SolverSettings(BaseModel):
     def imitates(self) -> bool:
         return any(self.imitate.values()) if isinstance(self.imitate, dict) else self.imitate > 0
 
+    @property
+    def kl_term(self) -> bool:
+        """The KL term is on at some tier (TRL then keeps a reference model)."""
+        return bool(self.beta_max)
+
+    @property
+    def beta_max(self) -> float:
+        """The largest KL coefficient of any tier: what TRL is configured with, so that it builds the reference."""
+        return max(self.beta.values()) if isinstance(self.beta, dict) else float(self.beta or 0.0)
+
+    def beta_at(self, tier: int) -> float:
+        """The KL coefficient of a step whose highest tier is `tier`."""
+        return _at_tier(self.beta or 0.0, tier)
+
     def imitate_at(self, tier: int) -> float:
         """The self-imitation weight of a step whose highest tier is `tier`."""
-        if isinstance(self.imitate, dict):
-            return self.imitate.get(tier, max(self.imitate.values()))
-        return self.imitate
+        return _at_tier(self.imitate, tier)
 
     def settings(self) -> dict[str, Any]:
         """These settings as keyword arguments (for the config of the run they drive)."""
         return {name: getattr(self, name) for name in SolverSettings.model_fields}
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """Solver settings from a YAML (or JSON) mapping of `SolverSettings` fields; a missing or unreadable file, or
+    a name that is no setting, is a ValueError of one line. The values are checked with the rest of the config."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} is not YAML or JSON: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a mapping of solver settings (name: value), not {type(data).__name__}")
+    unknown = sorted(str(k) for k in data if k not in SolverSettings.model_fields)
+    if unknown:
+        raise ValueError(f"{path}: no such solver setting {', '.join(unknown)} (settings: "
+                         f"{', '.join(sorted(SolverSettings.model_fields))})")
+    return data
+
+
+def _at_tier(value: float | dict[int, float], tier: int) -> float:
+    """A per-tier weight at `tier`: its own, else the nearest lower tier's, else (below them all) the first's."""
+    if not isinstance(value, dict):
+        return float(value)
+    below = [t for t in value if t <= tier]
+    return float(value[max(below)] if below else value[min(value)])
 
 
 class TrainConfig(SolverSettings):

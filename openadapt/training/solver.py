@@ -185,13 +185,14 @@ class Solver:
                                          on_episode)
             system = pool.envs[0].system_prompt()
             rollout.attach(pool.envs, pool.label, pool.section.eci_tiers, system, pool.section.step_budget)
-            metrics = MetricsWriter(run, rollout, config.beta)
+            metrics = MetricsWriter(run, rollout, config.beta_max)
             stopper = SaveOnStop()
             progress = SummaryOnSave()
             reference = ReferenceAnchor()
             trainer = cls._trainer(config, run, loaded, rollout,
                                    [metrics, *callbacks, progress, reference, stopper], wandb_mode)
             reference.trainer = trainer  # config validation refused 'tier' where there is no reference model
+            reference.moved = bool(config.reference_sync_steps)  # TRL's sync moves it: keep it with checkpoints
             solver = cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
             solver.reference = reference
             progress.write = solver._write_progress
@@ -243,13 +244,16 @@ class Solver:
             learning_rate=config.lr, lr_scheduler_type="constant", max_grad_norm=1.0,
             max_steps=config.steps, per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=1,
             num_generations=config.num_generations, max_completion_length=config.max_completion_length,
-            temperature=config.temperature, top_p=1.0, top_k=0, beta=config.beta, scale_rewards=config.scale_rewards,
+            temperature=config.temperature, top_p=1.0, top_k=0, beta=config.beta_max,
+            scale_rewards=config.scale_rewards,
             logging_steps=1, save_strategy="steps", save_steps=config.save_steps,
             save_total_limit=config.save_total_limit, report_to=[] if wandb_mode is WandbMode.DISABLED else ["wandb"],
             gradient_checkpointing=config.gradient_checkpointing, bf16=cuda and torch.cuda.is_bf16_supported(),
             use_cpu=not cuda, disable_tqdm=True, disable_dropout=True, shuffle_dataset=False,
             remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
             use_vllm=config.use_vllm, vllm_mode="colocate", vllm_importance_sampling_correction=False,
+            sync_ref_model=bool(config.reference_sync_steps),
+            ref_model_sync_steps=config.reference_sync_steps or 512, ref_model_mixup_alpha=config.reference_mixup,
         )
         # The dataset only paces TRL's sampler: one placeholder row per episode group; the rollout chooses each
         # group's seed and tier.

@@ -50,6 +50,7 @@ class TurnGRPOTrainer(GRPOTrainer):
         rows: list[tuple[int, list[int], list[int], int, float | None, float | None]] = output.pop("turn_rows")
         self._imitation = self._imitation_batch(output.pop("imitation_rows", None))
         self.imitation_weight = output.pop("imitation_weight", self.imitation_weight)
+        self.beta = output.pop("kl_weight", self.beta)  # `beta` per tier: the step's highest tier's coefficient
         for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
             output.pop(key, None)
         episodes = len(prompts)

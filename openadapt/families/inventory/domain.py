@@ -10,7 +10,7 @@ that outlives its shelf life is thrown away. The engine knows none of the names:
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
@@ -183,6 +183,18 @@ class InventoryDomain(Domain):
         "What the five actions are called in this world, e.g. {'check': 'cycle_count', 'notices': "
         "'read_supplier_bulletin', 'order': 'raise_po', 'cancel': 'cancel_po', 'advance': 'close_day'}."))
 
+    # ---- drafts ------------------------------------------------------------------------------------------
+    @classmethod
+    def tidy(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A price break that is no discount (its quantity not above the minimum order or the previous break's, or
+        its price not below the list price or the previous break's) is dropped: the offer is then sold at the
+        prices it does discount. The warehouse's 1.5B draft wrote `{min_quantity: 2, unit_price: 15}` beside a
+        list price of 15 and a minimum order of 2 on five offers, ten of its problems; the breaks are optional."""
+        data = dict(data)
+        if isinstance(data.get("suppliers"), list):
+            data["suppliers"] = [_with_real_breaks(s) for s in data["suppliers"]]
+        return data
+
     # ---- semantic checks ---------------------------------------------------------------------------------
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
@@ -300,3 +312,27 @@ class InventoryDomain(Domain):
                 if offer.item in found:
                     found[offer.item].append((supplier, offer))
         return found
+
+
+def _with_real_breaks(supplier: Any) -> Any:
+    """`supplier` with each offer's price breaks that are discounts (see `InventoryDomain.tidy`)."""
+    if not isinstance(supplier, dict) or not isinstance(supplier.get("offers"), list):
+        return supplier
+    offers = []
+    for offer in supplier["offers"]:
+        breaks = offer.get("price_breaks") if isinstance(offer, dict) else None
+        quantity, price = offer.get("min_order", 1) if isinstance(offer, dict) else 1, \
+            offer.get("unit_price") if isinstance(offer, dict) else None
+        if not isinstance(breaks, list) or not all(isinstance(v, int | float) for v in (quantity, price)):
+            offers.append(offer)
+            continue
+        kept = []
+        for brk in breaks:
+            q, u = (brk.get("min_quantity"), brk.get("unit_price")) if isinstance(brk, dict) else (None, None)
+            if isinstance(q, int | float) and isinstance(u, int | float) and (q <= quantity or u >= price):
+                continue
+            kept.append(brk)
+            if isinstance(q, int | float) and isinstance(u, int | float):
+                quantity, price = q, u
+        offers.append({**offer, "price_breaks": kept})
+    return {**supplier, "offers": offers}

@@ -256,15 +256,22 @@ class QueryingDomain(Domain):
         it has names: each row takes a different one, so the names are the table (the draft gave 300 products 8
         unique names). A question's slot that neither its text nor its SQL uses is dropped too (the same draft
         gave 'Top Selling Products' a `{category}` slot it never used: a fixed question, not a broken one), and a
-        question marked `ordered` whose SQL has no ORDER BY is not ordered: its reference rows come in no order."""
+        question marked `ordered` whose SQL has no ORDER BY is not ordered: its reference rows come in no order.
+
+        Keys and references are read off the columns' names where the draft contradicts itself (`_tidy_keys`: a
+        ref written 'orders.customer_id' names the table `orders`; `customer_id` marked a second key of `orders`
+        is a reference to `customers`; a table without a key takes the column named for it, `product_id` in
+        `products`), and a question asked again in the same words is dropped: the same draft wrote 'What is the
+        total revenue by category?' four times, and six problems on copies say less than one request for more."""
         data = dict(data)
         tables = data.get("tables")
         if not isinstance(tables, list):
             return data
         table_names = {t.get("name") for t in tables if isinstance(t, dict)}
-        data["tables"] = [_tidy_table(t, table_names) if isinstance(t, dict) else t for t in tables]
+        data["tables"] = _tidy_keys([_tidy_table(t, table_names) if isinstance(t, dict) else t for t in tables])
         if isinstance(data.get("questions"), list):
-            data["questions"] = [_tidy_question(q) if isinstance(q, dict) else q for q in data["questions"]]
+            data["questions"] = _distinct_questions([_tidy_question(q) if isinstance(q, dict) else q
+                                                     for q in data["questions"]])
         return data
 
     # ---- lookups ----------------------------------------------------------------------------------------
@@ -548,7 +555,8 @@ def drift_options(domain: QueryingDomain, read: dict[str, list[str]]) -> dict[st
 
 def _tidy_table(table: dict, table_names: set) -> dict:
     table = dict(table)
-    table["renames"] = _new_names(table.get("renames"), table_names)
+    if "renames" in table:
+        table["renames"] = _new_names(table["renames"], table_names)
     columns = table.get("columns")
     if not isinstance(columns, list):
         return table
@@ -559,7 +567,8 @@ def _tidy_table(table: dict, table_names: set) -> dict:
     for column in columns:
         if isinstance(column, dict):
             column = dict(column)
-            column["renames"] = _new_names(column.get("renames"), taken)
+            if "renames" in column:  # (one not written stays unwritten: None would not parse)
+                column["renames"] = _new_names(column["renames"], taken)
             column.update(_distinct_choices(column))
             if _TYPE_OF_KIND.get(column.get("kind")):  # the kind decides the type (only a number may be real)
                 column["type"] = _TYPE_OF_KIND[column["kind"]]
@@ -576,6 +585,61 @@ def _rows_for_unique_names(table: dict) -> dict:
     if not names or not isinstance(low, int) or not isinstance(high, int) or min(names) >= high:
         return table
     return {**table, "max_rows": min(names), "min_rows": min(low, min(names))}
+
+
+def _id_names(table: str) -> set[str]:
+    """The names a column holding `table`'s key goes by: customers -> customer_id, customerid, customers_id."""
+    singular = table[:-3] + "y" if table.endswith("ies") else table[:-1] if table.endswith("s") else table
+    return {f"{stem}{sep}id" for stem in {table, singular} for sep in ("_", "")}
+
+
+def _tidy_keys(tables: list) -> list:
+    """Keys and references made consistent with the columns' names (see `QueryingDomain.tidy`); a column whose
+    name says nothing is left as drafted, for the checks to name."""
+    names = {t["name"] for t in tables if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    owner = {alias: name for name in names for alias in _id_names(name)}
+    out = []
+    for table in tables:
+        if not isinstance(table, dict) or not isinstance(table.get("columns"), list):
+            out.append(table)
+            continue
+        own = table.get("name")
+        columns = [dict(c) if isinstance(c, dict) else c for c in table["columns"]]
+        for column in columns:
+            if not isinstance(column, dict):
+                continue
+            ref, named = column.get("ref"), owner.get(str(column.get("name", "")).lower())
+            if isinstance(ref, str) and "." in ref and ref.split(".")[0] in names:
+                column["ref"] = ref = ref.split(".")[0]
+            if column.get("kind") == "ref" and ref not in names - {own} and named and named != own:
+                column["ref"] = named
+        keys = [c for c in columns if isinstance(c, dict) and c.get("kind") == "key"]
+        for column in keys[1:]:
+            named = owner.get(str(column.get("name", "")).lower())
+            if named and named != own:
+                column.update(kind="ref", ref=named)
+        if not any(isinstance(c, dict) and c.get("kind") == "key" for c in columns):
+            mine = [c for c in columns if isinstance(c, dict) and (str(c.get("name", "")).lower() == "id"
+                                                                   or owner.get(str(c.get("name", "")).lower()) == own)]
+            if mine:
+                mine[0].update(kind="key", type="integer")
+                mine[0].pop("ref", None)
+        out.append({**table, "columns": columns})
+    return out
+
+
+def _distinct_questions(questions: list) -> list:
+    """Questions without those asked again in the same words (the first kept)."""
+    seen: set[str] = set()
+    kept = []
+    for question in questions:
+        text = question.get("text") if isinstance(question, dict) else None
+        key = " ".join(text.lower().split()) if isinstance(text, str) else None
+        if key is None or key not in seen:
+            kept.append(question)
+        if key is not None:
+            seen.add(key)
+    return kept
 
 
 _TYPE_OF_KIND = {"key": "integer", "ref": "integer", "date": "date", "choice": "text", "code": "text"}

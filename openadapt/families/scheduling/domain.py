@@ -14,7 +14,7 @@ skill it requires) for its whole duration.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -270,11 +270,21 @@ class SchedulingDomain(Domain):
         """Where fewer than three kinds of task are optional, the last mandatory kinds become optional until three
         are (or all but the first, in a shorter list): the schema asks most kinds to be optional, and the
         operating rooms' 1.5B marked all four mandatory, so no day forced a choice of what to defer. Which kinds
-        stay mandatory is the draft's: its first ones."""
+        stay mandatory is the draft's: its first ones.
+
+        A kind's durations are rounded up to the clock's grid (the same draft wrote 15-30 minutes on a 30-minute
+        grid), and an arrival window that closes before the day starts is dropped: the task is ready when the day
+        begins, which is what a window of 00:00-00:30 said, in a form the schedule can hold. A client named again
+        is listed once (a dock draft named 'Baltic Haulage' six times in fourteen)."""
+        if isinstance(data.get("clients"), list):
+            clients = data["clients"]
+            data = {**data, "clients": [c for i, c in enumerate(clients) if c not in clients[:i]]}
         kinds = data.get("task_types")
         if not isinstance(kinds, list) or not all(isinstance(k, dict) for k in kinds):
             return data
-        kinds = [dict(k) for k in kinds]
+        clock = data.get("clock") if isinstance(data.get("clock"), dict) else {}
+        slot, day_start = clock.get("slot_minutes"), _minutes(clock.get("day_start"))
+        kinds = [_on_the_grid(dict(k), slot, day_start) for k in kinds]
         optional = sum(k.get("mandatory") is not True for k in kinds)
         for kind in reversed(kinds[1:]):
             if optional >= MIN_OPTIONAL:
@@ -494,3 +504,27 @@ class SchedulingDomain(Domain):
         p += too_few(list(dict.fromkeys(e.task_type for e in self.emergencies)), 1, "domain.emergencies",
                      "task kinds for emergencies")
         return p
+
+
+def _minutes(clock: Any) -> int | None:
+    """'07:30' -> 450; None where it is no HH:MM time."""
+    if not isinstance(clock, str) or not re.fullmatch(r"\d{1,2}:\d{2}", clock.strip()):
+        return None
+    hours, minutes = clock.strip().split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def _on_the_grid(kind: dict, slot: Any, day_start: int | None) -> dict:
+    """A task kind's durations rounded up to the grid, and its arrival window dropped where it closes before the
+    day starts (see `SchedulingDomain.tidy`)."""
+    if isinstance(slot, int) and slot > 0:
+        for name in ("min_minutes", "max_minutes"):
+            value = kind.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0 and value % slot:
+                kind[name] = -(-value // slot) * slot
+    arrival = kind.get("arrival")
+    if day_start is not None and isinstance(arrival, list) and len(arrival) == 2:
+        closes = _minutes(arrival[1])
+        if closes is not None and closes < day_start:
+            kind["arrival"] = []
+    return kind
