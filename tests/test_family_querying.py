@@ -513,3 +513,39 @@ def test_the_draft_tidy_reads_keys_and_references_off_the_column_names_and_drops
     column = {"name": "note_id", "type": "integer", "comment": "a key nothing names", "kind": "ref", "ref": "notes"}
     tables["orders"]["columns"].append(column)
     assert QueryingDomain.tidy(draft)["tables"][3]["columns"][-1] == column  # a name that says nothing: as drafted
+
+
+def test_the_draft_tidy_gives_a_placeholder_without_a_slot_the_column_its_name_points_to(family):
+    """The drifting-SQL draft used {month} and {category} with no slots; {month} is a date column's month in a
+    table the SQL reads, {category} the column of that name. A name nothing in the schema has stays unslotted."""
+    from openadapt.families.querying.domain import QueryingDomain
+    from openadapt.families.yamlio import read_domain_file
+
+    sound = read_domain_file(family.examples()["sales_database"])
+    draft = copy.deepcopy(sound)
+    question = draft["questions"][1]
+    assert [s["name"] for s in question["slots"]] == ["category", "month"]
+    question["slots"] = []
+    question["text"] += " {flavour}"
+    slots = QueryingDomain.tidy(draft)["questions"][1]["slots"]
+    assert slots == [{"name": "category", "table": "products", "column": "category", "part": "full"},
+                     {"name": "month", "table": "orders", "column": "order_date", "part": "month"}]
+
+
+def test_the_draft_tidy_makes_a_soft_delete_one_the_table_can_hold(family):
+    """A dated soft delete in a table without a date column becomes a flag; a marker named like one of the
+    table's columns takes a name of its own."""
+    from openadapt.families.querying.domain import QueryingDomain
+    from openadapt.families.yamlio import read_domain_file
+
+    draft = copy.deepcopy(read_domain_file(family.examples()["sales_database"]))
+    tables = {t["name"]: t for t in draft["tables"]}
+    tables["products"]["soft_delete"] = {"column": "retired_at", "style": "timestamp",
+                                         "note": "Retired products keep their row with retired_at set."}
+    tables["order_items"]["soft_delete"]["column"] = "quantity"
+    tidied = {t["name"]: t for t in QueryingDomain.tidy(draft)["tables"]}
+    assert tidied["products"]["soft_delete"]["style"] == "flag"
+    assert tidied["order_items"]["soft_delete"]["column"] == "is_deleted"
+    assert tidied["orders"]["soft_delete"] == tables["orders"]["soft_delete"]  # sound: as written
+    problems = [p for p in family.parse_domain(QueryingDomain.tidy(draft)).problems() if "soft_delete" in p.path]
+    assert not problems

@@ -255,7 +255,9 @@ class QueryingDomain(Domain):
         table whose unique names (a choice column with `unique`) are fewer than its `max_rows` gets as many rows as
         it has names: each row takes a different one, so the names are the table (the draft gave 300 products 8
         unique names). A question's slot that neither its text nor its SQL uses is dropped too (the same draft
-        gave 'Top Selling Products' a `{category}` slot it never used: a fixed question, not a broken one), and a
+        gave 'Top Selling Products' a `{category}` slot it never used: a fixed question, not a broken one), a
+        placeholder used without a slot gets the one its name points to (`{category}`: the `category` column of a
+        table the SQL reads; `{month}`, `{year}`: a date column's part), and a
         question marked `ordered` whose SQL has no ORDER BY is not ordered: its reference rows come in no order.
 
         Keys and references are read off the columns' names where the draft contradicts itself (`_tidy_keys`: a
@@ -270,8 +272,8 @@ class QueryingDomain(Domain):
         table_names = {t.get("name") for t in tables if isinstance(t, dict)}
         data["tables"] = _tidy_keys([_tidy_table(t, table_names) if isinstance(t, dict) else t for t in tables])
         if isinstance(data.get("questions"), list):
-            data["questions"] = _distinct_questions([_tidy_question(q) if isinstance(q, dict) else q
-                                                     for q in data["questions"]])
+            data["questions"] = _distinct_questions([_tidy_question(q, data["tables"]) if isinstance(q, dict)
+                                                     else q for q in data["questions"]])
         return data
 
     # ---- lookups ----------------------------------------------------------------------------------------
@@ -574,7 +576,25 @@ def _tidy_table(table: dict, table_names: set) -> dict:
                 column["type"] = _TYPE_OF_KIND[column["kind"]]
         tidied.append(column)
     table["columns"] = tidied
-    return _rows_for_unique_names(table)
+    return _rows_for_unique_names(_tidy_soft_delete(table, taken))
+
+
+def _tidy_soft_delete(table: dict, taken: set) -> dict:
+    """A soft delete dated in a table with no date column is a flag (the check's own advice), and its marker
+    column takes a name no column of the table has (a column cannot be its own deletion marker: the 1.5B marked
+    `productid`), `deleted_at` or `is_deleted` by its style."""
+    rule = table.get("soft_delete")
+    if not isinstance(rule, dict):
+        return table
+    rule = dict(rule)
+    dated = any(isinstance(c, dict) and c.get("kind") == "date" for c in table["columns"])
+    if rule.get("style") == "timestamp" and not dated:
+        rule["style"] = "flag"
+    if rule.get("column") in taken:
+        fresh = "deleted_at" if rule.get("style") == "timestamp" else "is_deleted"
+        if fresh not in taken:
+            rule["column"] = fresh
+    return {**table, "soft_delete": rule}
 
 
 def _rows_for_unique_names(table: dict) -> dict:
@@ -675,12 +695,34 @@ def _distinct_choices(column: dict) -> dict:
 _ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
 
 
-def _tidy_question(question: dict) -> dict:
-    slots, text, sql = question.get("slots"), question.get("text"), question.get("sql")
+def _tidy_question(question: dict, tables: list) -> dict:
+    slots, text, sql = question.get("slots", []), question.get("text"), question.get("sql")
     if question.get("ordered") is True and isinstance(sql, str) and not _ORDER_BY.search(sql):
         question = {**question, "ordered": False}  # the reference SQL says the rows come in no order
     if not isinstance(slots, list) or not isinstance(text, str) or not isinstance(sql, str):
         return question
     used = [s for s in slots if not isinstance(s, dict) or not isinstance(s.get("name"), str)
             or "{" + s["name"] + "}" in text + sql]
-    return {**question, "slots": used} if len(used) != len(slots) else question
+    declared = {s.get("name") for s in used if isinstance(s, dict)}
+    for name in dict.fromkeys(_PLACEHOLDER.findall(text + " " + sql)):
+        slot = _slot_named(name, sql, tables) if name not in declared and len(used) < 4 else None
+        if slot:
+            used.append(slot)
+    return {**question, "slots": used} if used != slots else question
+
+
+_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def _slot_named(name: str, sql: str, tables: list) -> dict | None:
+    """The slot a placeholder's name points to: a column of that name ({category}: products.category), or for
+    {month} / {year} a date column, in a table the SQL reads first; None where nothing in the schema fits."""
+    read = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    columns = [(t["name"], c) for t in tables if isinstance(t, dict) and isinstance(t.get("name"), str)
+               and isinstance(t.get("columns"), list) for c in t["columns"] if isinstance(c, dict)]
+    columns.sort(key=lambda tc: tc[0].lower() not in read)  # tables the SQL names first (a stable sort)
+    part = name if name in ("month", "year") else None
+    for table, column in columns:
+        if part and column.get("kind") == "date" or not part and column.get("name") == name:
+            return {"name": name, "table": table, "column": column["name"], "part": part or "full"}
+    return None
