@@ -9,7 +9,15 @@ import re
 import pytest
 
 from openadapt.designer.pieces import constrained_schema, plan_pieces, replace_value
-from openadapt.designer.placeholders import _texts, family_rules, piece_schema, rule_for, text_pattern
+from openadapt.designer.placeholders import (
+    _kind_at,
+    _texts,
+    family_rules,
+    piece_schema,
+    rule_for,
+    text_pattern,
+    with_placeholders,
+)
 from openadapt.families import all_families, get_family
 from openadapt.families.domain import DomainError
 
@@ -48,7 +56,7 @@ def test_every_rule_agrees_with_the_family_checks_and_admits_its_examples(name):
     for example in family.examples():
         data = family.load_example(example).model_dump(mode="json")
         for at, container, key in _texts(data):
-            rule = rule_for(family, at)
+            rule = rule_for(family, at, _kind_at(data, at))  # a record's kind may decide its texts' rule
             if rule is None:
                 continue
             pattern = python_pattern(rule, 600)  # the placeholders' rule; the length split is tested below
@@ -67,6 +75,27 @@ def test_every_rule_agrees_with_the_family_checks_and_admits_its_examples(name):
             for needed in rule[1] if len(rule[1]) <= 2 else ():
                 assert not pattern.fullmatch(encoded(text.replace("{" + needed + "}", needed)))
     assert rules or name in ("querying",)
+
+
+def test_a_text_whose_rule_depends_on_its_records_kind_is_asked_for_again_under_that_kinds_rule():
+    """A scheduling hidden rule's placeholders depend on its kind (the operating rooms' 1.5B wrote a site_ends_by
+    rule as 'the patient is ready to be scheduled', twice): no rule holds for every kind, but each kind's does,
+    and a text asked for again under its record's kind must name what that kind names."""
+    from pydantic import create_model
+
+    from openadapt.designer.pieces import bounded
+
+    family = get_family("scheduling")
+    assert rule_for(family, "domain.hidden_rules[1].text") is None  # the kinds disagree
+    assert rule_for(family, "domain.hidden_rules[1].text", "site_ends_by") == (("site", "time"), ("site", "time"))
+    assert rule_for(family, "domain.hidden_rules[0].text", "staff_excludes_type")[1] == ("staff", "task_type")
+    one = create_model("OneText", text=(str, ...))
+    schema = with_placeholders(bounded(one.model_json_schema()), family, "domain.hidden_rules[1].text", "text",
+                               kind="site_ends_by")
+    pattern = re.compile(schema["properties"]["text"]["pattern"])
+    assert pattern.fullmatch("Theatre {site} closes at {time} for deep cleaning")
+    assert not pattern.fullmatch("the patient is ready to be scheduled")
+    assert not pattern.fullmatch("Theatre {site} closes early for {staff}")
 
 
 def asked_schema(family_name: str, path: str) -> dict:

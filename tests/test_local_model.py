@@ -707,3 +707,28 @@ def test_real_model_writes_a_familys_placeholders_as_its_checks_require(small):
     for line in lines:
         assert "{staff}" in line and "{time}" in line, line
         assert set(re.findall(r"\{(\w+)\}", line)) <= {"staff", "time"}, line
+
+
+@real_model
+def test_real_model_writes_a_records_text_under_the_rule_of_the_kind_it_chose(small):
+    """A scheduling hidden rule's placeholders depend on its kind: the piece's schema is one alternative per kind,
+    so whichever kind the model writes, its text names what that kind names (the operating rooms' 1.5B wrote a
+    site_ends_by rule without {site} or {time}, twice)."""
+    import re
+
+    from openadapt.designer.pieces import constrained_schema, plan_pieces
+    from openadapt.designer.placeholders import piece_schema
+    from openadapt.families import get_family
+
+    family = get_family("scheduling")
+    pieces = plan_pieces(family.domain, family.load_example(sorted(family.examples())[0]))
+    piece = next(p for p in pieces if p.path == "domain.hidden_rules[1]")
+    schema = piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+    needs = {"site_excludes_type": {"site", "task_type"}, "staff_excludes_type": {"staff", "task_type"},
+             "site_ends_by": {"site", "time"}, "staff_ends_by": {"staff", "time"}}
+    for ask in ("an operating room that must close early", "a surgeon whose certificate lapsed"):
+        reply = small.complete([{"role": "user", "content": f"Operating rooms of a hospital: write a hidden rule "
+                                 f"about {ask}, as JSON."}], schema=schema, max_tokens=200)
+        rule = reply.parse_as(piece.model)
+        named = set(re.findall(r"\{(\w+)\}", rule.text))
+        assert needs.get(rule.kind, set()) <= named, (rule.kind, rule.text)

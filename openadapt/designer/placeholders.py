@@ -23,7 +23,7 @@ from openadapt.families.domain import DomainError, placeholders
 
 PROBE = "zzprobe"  # a placeholder no family knows
 _ALLOWED = re.compile(r"unknown placeholder\(s\) .*?; allowed here: (.*)$")
-_REQUIRED = re.compile(r"must contain ((?:\{\w+\}(?:, )?)+)")
+_REQUIRED = re.compile(r"must (?:contain|name) ((?:\{\w+\}(?:, )?)+)")
 _INDEX = re.compile(r"\[\d+\]")
 Rule = tuple[tuple[str, ...], tuple[str, ...]]  # (allowed, required), each sorted
 
@@ -70,10 +70,25 @@ def _probe(family: Family, data: dict[str, Any]) -> dict[str, set[Rule]]:
         if allowed is None:
             continue  # the checks do not judge this text's placeholders
         names = () if allowed == "none" else tuple(sorted(re.findall(r"\{(\w+)\}", allowed)))
-        required = next((m.group(1) for msg in said_spelled.get(at, []) if (m := _REQUIRED.search(msg))), "")
-        rules.setdefault(_INDEX.sub("[]", at), set()).add((names, tuple(sorted(re.findall(r"\{(\w+)\}",
-                                                                                          required)))))
+        # every message's names: a scheduling rule's check says "must name {site}" and "must name {time}" apart
+        required = {n for msg in said_spelled.get(at, []) if (m := _REQUIRED.search(msg))
+                    for n in re.findall(r"\{(\w+)\}", m.group(1))}
+        rule = (names, tuple(sorted(required)))
+        rules.setdefault(_INDEX.sub("[]", at), set()).add(rule)
+        kind = _kind_at(data, at)
+        if kind is not None:  # the rule of this text for items of this kind (a scheduling rule's placeholders)
+            rules.setdefault(f"{_INDEX.sub('[]', at)}#{kind}", set()).add(rule)
     return rules
+
+
+def _kind_at(data: dict[str, Any], at: str) -> str | None:
+    """The `kind` of the record a text at `at` belongs to, where it has one (a scheduling hidden rule's)."""
+    node: Any = data
+    for part in re.findall(r"\.(\w+)|\[(\d+)\]", at.removeprefix("domain"))[:-1]:
+        node = node.get(part[0]) if part[0] and isinstance(node, dict) else \
+            node[int(part[1])] if part[1] and isinstance(node, list) and int(part[1]) < len(node) else None
+    kind = node.get("kind") if isinstance(node, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def family_rules(family: Family) -> dict[str, Rule]:
@@ -128,26 +143,60 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int =
     return f"^{body}$"
 
 
-def rule_for(family: Family, path: str) -> Rule | None:
+def rule_for(family: Family, path: str, kind: str | None = None) -> Rule | None:
     """The rule of the text at a concrete domain path (`domain.faults[2].evidence[0]`), if the family has one; a
-    list of lines that `Domain.NAMED_LINES` has written with names in the placeholders' place has none."""
+    list of lines that `Domain.NAMED_LINES` has written with names in the placeholders' place has none. With the
+    `kind` of the record the text belongs to, that kind's rule where the family's kinds differ (a scheduling
+    `site_ends_by` rule names {site} and {time}, a `staff_excludes_type` one {staff} and {task_type})."""
     top = path.removeprefix("domain.").split(".")[0].split("[")[0]
     if top in family.domain.NAMED_LINES:
         return None
-    return family_rules(family).get(_INDEX.sub("[]", path))
+    rules, template = family_rules(family), _INDEX.sub("[]", path)
+    return (rules.get(f"{template}#{kind}") if kind else None) or rules.get(template)
 
 
 def with_placeholders(schema: dict[str, Any], family: Family, path: str,
-                      stands_for: str | None = None) -> dict[str, Any]:
+                      stands_for: str | None = None, kind: str | None = None) -> dict[str, Any]:
     """`schema` (a bounded JSON schema, changed in place and returned) with a pattern on every text the family has
     a placeholder rule for. `path` is the domain path the schema's object stands for (`domain`, `domain.faults[]`,
     `domain.texts`), or, with `stands_for`, the path of that one property of it (the `items` of a list of lines
-    asked for whole, the `text` of one text asked for alone)."""
+    asked for whole, the `text` of one text asked for alone); `kind`: the kind of the record whose text is asked
+    for again (`rule_for`). A record whose texts' rule depends on its kind, asked for whole, is one alternative
+    per kind (`by_kind`)."""
     defs = schema.get("$defs", {})
 
     def visit(node: dict[str, Any], at: str) -> None:
         for name, prop in node.get("properties", {}).items():
             constrain(prop, at if node is schema and name == stands_for else f"{at}.{name}")
+        if kind is None and stands_for is None:
+            by_kind(node, at)
+
+    def by_kind(node: dict[str, Any], at: str) -> None:
+        """A record whose texts' rule depends on its `kind` (a scheduling hidden rule) becomes one alternative per
+        kind, each holding its texts to that kind's rule: once the grammar has written the kind, the text must
+        name what that kind names."""
+        props = node.get("properties", {})
+        kinds = props.get("kind", {}).get("enum")
+        rules = family_rules(family)
+        texts = [name for name, prop in props.items() if prop.get("type") == "string" and "pattern" not in prop
+                 and kinds and any(f"{_INDEX.sub('[]', at)}.{name}#{k}" in rules for k in kinds)]
+        if not texts:
+            return
+        branches = []
+        for value in kinds:
+            branch = copy.deepcopy({k: v for k, v in node.items() if k != "$defs"})
+            branch["properties"]["kind"] = {**props["kind"], "enum": [value]}
+            for name in texts:
+                rule = rules.get(f"{_INDEX.sub('[]', at)}.{name}#{value}")
+                if rule is not None:
+                    prop = branch["properties"][name]
+                    digits = f"{_INDEX.sub('[]', at)}.{name}".removeprefix("domain.") not in family.domain.NO_DIGITS
+                    prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS),
+                                                                   prop.get("minLength", 0), digits), 1)
+            branches.append(branch)
+        defs_kept = {"$defs": node["$defs"]} if "$defs" in node else {}
+        node.clear()
+        node.update({**defs_kept, "anyOf": branches})
 
     def constrain(prop: dict[str, Any], at: str) -> None:
         # `X | None` is an anyOf: the supplier's third issue, whose constraint may be null, wrote its reveal
@@ -159,7 +208,7 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
         elif prop.get("type") == "array" and isinstance(prop.get("items"), dict):
             constrain(prop["items"], f"{at}[]")
         elif prop.get("type") == "string" and not {"enum", "const", "pattern"} & set(prop):
-            rule = rule_for(family, at)
+            rule = rule_for(family, at, kind)
             if rule is not None:
                 # already bounded (no `*` or `+` left): bounded_pattern only keeps `"` and `\` out of its classes
                 digits = _INDEX.sub("[]", at).removeprefix("domain.") not in family.domain.NO_DIGITS

@@ -75,7 +75,8 @@ class TextRepairs(RepairBase):
             instruction = (f"{what} has a problem: {problem.message}. It reads: {current!r}. The item as it stands: "
                            f"{piece.value.model_dump_json()}\nWrite it again as JSON {{\"text\": ...}}, fixing the "
                            f"problem. What it must be: {must}")
-        schema = with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text")
+        schema = with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text",
+                                   kind=_kind(piece.value))
         before = piece.value
         try:
             if copied or taken:
@@ -178,7 +179,8 @@ class TextRepairs(RepairBase):
                     f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(map(unquoted, wrong))}.{was} "
                     f"Write it again for this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one,
                     max_tokens=160,
-                    schema=with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text"),
+                    schema=with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text",
+                                             kind=_kind(before)),
                     reseed=tries,
                     temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
                 if text == current or text in others:
@@ -202,3 +204,9 @@ class TextRepairs(RepairBase):
         left = f" ({len(best[1])} problem(s) left)" if best[1] else ""
         self.progress("rewrote", self._attempt, f"{problem.path.removeprefix('domain.')}{left}")
         return True
+
+
+def _kind(item: typing.Any) -> str | None:
+    """The `kind` of an item whose text is asked for again, where its texts' placeholders depend on it."""
+    kind = getattr(item, "kind", None)
+    return kind if isinstance(kind, str) else None
