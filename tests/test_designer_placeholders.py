@@ -194,3 +194,30 @@ def test_a_text_that_must_hold_no_figure_cannot_be_written_with_one():
     assert hint.fullmatch("Delivery that fast is simply not something {counterpart} can commit to.")
     assert not hint.fullmatch("Changing it costs a fee of 200 EUR.")
     assert reveal.fullmatch("We are booked for 3 weeks: the fastest we can ship is {value}.")  # figures allowed
+
+
+def test_a_scheduling_rule_is_asked_for_as_one_alternative_per_kind_with_its_texts_and_targets():
+    """Once the kind is written, the text must name what the kind names and the targets come from the list the
+    kind acts on: the operating rooms' 1.5B wrote targets 'site_1', 'site_2' and a site_ends_by rule naming
+    neither {site} nor {time}."""
+    family = get_family("scheduling")
+    pieces = plan_pieces(family.domain, family.load_example(sorted(family.examples())[0]))
+    for piece in pieces:
+        if piece.keys:
+            piece.value = piece.model.model_construct(items=[f"{piece.field}_{k}" for k in range(1, 4)])
+    piece = next(p for p in pieces if p.path == "domain.hidden_rules[0]")
+    schema = piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+    branches = {b["properties"]["kind"]["enum"][0]: b["properties"] for b in schema["anyOf"]}
+    assert set(branches) == {"site_excludes_type", "staff_excludes_type", "site_ends_by", "staff_ends_by",
+                             "shared_equipment"}
+    assert branches["site_ends_by"]["targets"]["items"]["enum"] == ["sites_1", "sites_2", "sites_3"]
+    assert branches["staff_excludes_type"]["targets"]["items"]["enum"] == ["staff_1", "staff_2", "staff_3"]
+    assert branches["shared_equipment"]["targets"]["maxItems"] == 0
+    assert branches["site_ends_by"]["task_types"]["items"]["enum"] == ["task_types_1", "task_types_2",
+                                                                      "task_types_3"]
+    site_ends = re.compile(branches["site_ends_by"]["text"]["pattern"])
+    assert site_ends.fullmatch("{site} closes at {time} for deep cleaning")
+    assert not site_ends.fullmatch("the patient is ready to be scheduled")
+    rule = {"kind": "site_ends_by", "text": "{site} closes at {time} for deep cleaning", "task_types": [],
+            "targets": ["sites_2"]}
+    assert piece.model.model_validate(rule).targets == ["sites_2"]

@@ -4,6 +4,7 @@ it, and assembling the answers into a draft domain."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import typing
@@ -403,22 +404,60 @@ def constrained_schema(piece: Piece, pieces: list[Piece], domain_cls: type[Domai
         list_name, field_name = ref_path.split(".")
         if list_name != piece.field or field_name not in props:
             continue
-        values = _known(pieces, ref.source)
-        if ref.later_only and ref.source.split(".")[0] == piece.field:
-            values = keys[piece.index + 1:] if keys else []
-        if not values and not ref.later_only:
-            continue
-        enum = {"type": "string", "enum": values} if values else None
-        prop = props[field_name]
-        if prop.get("type") == "object" and values:  # a map keyed by references: one entry for each key that exists
-            entry = prop.get("additionalProperties") if isinstance(prop.get("additionalProperties"), dict) else {}
-            props[field_name] = {"type": "object", "properties": {v: entry for v in values}, "required": values,
-                                 "additionalProperties": False}
-        elif prop.get("type") == "array":
-            props[field_name] = {**prop, "items": enum} if enum else {**prop, "maxItems": 0}
-        elif enum:
-            props[field_name] = enum
+        if ref.by_kind and len(props.get("kind", {}).get("enum") or []) > 1:
+            split_by_kind(schema)  # the list drawn from depends on the kind the item is written with
+        for kind, branch in kind_branches(schema) or [(None, schema)]:
+            source = dict(ref.by_kind).get(kind, "") if ref.by_kind and kind is not None else ref.source
+            values = _known(pieces, source) if source else []
+            if ref.later_only and source.split(".")[0] == piece.field:
+                values = keys[piece.index + 1:] if keys else []
+            if not values and not ref.later_only and source:
+                continue
+            _limit(branch["properties"], field_name, values)
     return schema
+
+
+def _limit(props: dict[str, Any], field_name: str, values: list[str]) -> None:
+    """The reference field `field_name` of an object's properties limited to `values` (none: left empty)."""
+    enum = {"type": "string", "enum": values} if values else None
+    prop = props[field_name]
+    if prop.get("type") == "object" and values:  # a map keyed by references: one entry for each key that exists
+        entry = prop.get("additionalProperties") if isinstance(prop.get("additionalProperties"), dict) else {}
+        props[field_name] = {"type": "object", "properties": {v: entry for v in values}, "required": values,
+                             "additionalProperties": False}
+    elif prop.get("type") == "array":
+        props[field_name] = {**prop, "items": enum} if enum else {**prop, "maxItems": 0}
+    elif enum:
+        props[field_name] = enum
+
+
+def split_by_kind(node: dict[str, Any]) -> dict[str, Any]:
+    """An object schema with a `kind` enum made one alternative per kind (in place; its `$defs` stay on top), so
+    that what depends on the kind (a text's placeholders, the list a reference draws from) can differ per
+    alternative; once the grammar has written the kind, only its alternative goes on."""
+    if kind_branches(node):
+        return node
+    kinds = node["properties"]["kind"]["enum"]
+    branches = []
+    for value in kinds:
+        branch = copy.deepcopy({k: v for k, v in node.items() if k != "$defs"})
+        branch["properties"]["kind"] = {**node["properties"]["kind"], "enum": [value]}
+        branches.append(branch)
+    kept = {"$defs": node["$defs"]} if "$defs" in node else {}
+    node.clear()
+    node.update({**kept, "anyOf": branches})
+    return node
+
+
+def kind_branches(node: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(kind, alternative) of a schema `split_by_kind` made; empty for any other schema."""
+    found = []
+    for branch in node.get("anyOf", []) if "properties" not in node else []:
+        kinds = branch.get("properties", {}).get("kind", {}).get("enum") if isinstance(branch, dict) else None
+        if not kinds or len(kinds) != 1:
+            return []
+        found.append((kinds[0], branch))
+    return found
 
 
 def _written(prop: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,15 @@ import copy
 import re
 from typing import Any
 
-from openadapt.designer.pieces import MAX_FREE_CHARS, Piece, bounded_pattern, is_model, list_item_model
+from openadapt.designer.pieces import (
+    MAX_FREE_CHARS,
+    Piece,
+    bounded_pattern,
+    is_model,
+    kind_branches,
+    list_item_model,
+    split_by_kind,
+)
 from openadapt.families.base import Family
 from openadapt.families.domain import DomainError, placeholders
 
@@ -162,43 +170,31 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
     `domain.texts`), or, with `stands_for`, the path of that one property of it (the `items` of a list of lines
     asked for whole, the `text` of one text asked for alone); `kind`: the kind of the record whose text is asked
     for again (`rule_for`). A record whose texts' rule depends on its kind, asked for whole, is one alternative
-    per kind (`by_kind`)."""
+    per kind (`pieces.split_by_kind`)."""
     defs = schema.get("$defs", {})
 
-    def visit(node: dict[str, Any], at: str) -> None:
-        for name, prop in node.get("properties", {}).items():
-            constrain(prop, at if node is schema and name == stands_for else f"{at}.{name}")
-        if kind is None and stands_for is None:
-            by_kind(node, at)
-
-    def by_kind(node: dict[str, Any], at: str) -> None:
-        """A record whose texts' rule depends on its `kind` (a scheduling hidden rule) becomes one alternative per
-        kind, each holding its texts to that kind's rule: once the grammar has written the kind, the text must
-        name what that kind names."""
-        props = node.get("properties", {})
-        kinds = props.get("kind", {}).get("enum")
-        rules = family_rules(family)
-        texts = [name for name, prop in props.items() if prop.get("type") == "string" and "pattern" not in prop
-                 and kinds and any(f"{_INDEX.sub('[]', at)}.{name}#{k}" in rules for k in kinds)]
-        if not texts:
+    def visit(node: dict[str, Any], at: str, of_kind: str | None = None) -> None:
+        branches = kind_branches(node)
+        if branches:  # one alternative per kind already (`pieces.split_by_kind`): each under its kind's rules
+            for value, branch in branches:
+                visit(branch, at, value)
             return
-        branches = []
-        for value in kinds:
-            branch = copy.deepcopy({k: v for k, v in node.items() if k != "$defs"})
-            branch["properties"]["kind"] = {**props["kind"], "enum": [value]}
-            for name in texts:
-                rule = rules.get(f"{_INDEX.sub('[]', at)}.{name}#{value}")
-                if rule is not None:
-                    prop = branch["properties"][name]
-                    digits = f"{_INDEX.sub('[]', at)}.{name}".removeprefix("domain.") not in family.domain.NO_DIGITS
-                    prop["pattern"] = bounded_pattern(text_pattern(rule, prop.get("maxLength", MAX_FREE_CHARS),
-                                                                   prop.get("minLength", 0), digits), 1)
-            branches.append(branch)
-        defs_kept = {"$defs": node["$defs"]} if "$defs" in node else {}
-        node.clear()
-        node.update({**defs_kept, "anyOf": branches})
+        for name, prop in node.get("properties", {}).items():
+            constrain(prop, at if node is schema and name == stands_for else f"{at}.{name}", of_kind or kind)
+        if of_kind is None and kind is None and stands_for is None and texts_by_kind(node, at):
+            split_by_kind(node)
+            visit(node, at)
 
-    def constrain(prop: dict[str, Any], at: str) -> None:
+    def texts_by_kind(node: dict[str, Any], at: str) -> bool:
+        """A record with a `kind` and a text whose rule depends on it (a scheduling hidden rule): asked for whole,
+        it becomes one alternative per kind, so that once the grammar has written the kind its text must name what
+        that kind names."""
+        props, rules = node.get("properties", {}), family_rules(family)
+        kinds = props.get("kind", {}).get("enum") or []
+        return len(kinds) > 1 and any(f"{_INDEX.sub('[]', at)}.{name}#{k}" in rules for name in props
+                                      for k in kinds)
+
+    def constrain(prop: dict[str, Any], at: str, of_kind: str | None) -> None:
         # `X | None` is an anyOf: the supplier's third issue, whose constraint may be null, wrote its reveal
         # without {value} where the first two (required, a plain $ref) could not
         ref = prop.get("$ref") or next((p["$ref"] for p in [*prop.get("allOf", []), *prop.get("anyOf", [])]
@@ -206,9 +202,9 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
         if ref:
             visit(defs[ref.rsplit("/", 1)[-1]], at)
         elif prop.get("type") == "array" and isinstance(prop.get("items"), dict):
-            constrain(prop["items"], f"{at}[]")
+            constrain(prop["items"], f"{at}[]", of_kind)
         elif prop.get("type") == "string" and not {"enum", "const", "pattern"} & set(prop):
-            rule = rule_for(family, at, kind)
+            rule = rule_for(family, at, of_kind)
             if rule is not None:
                 # already bounded (no `*` or `+` left): bounded_pattern only keeps `"` and `\` out of its classes
                 digits = _INDEX.sub("[]", at).removeprefix("domain.") not in family.domain.NO_DIGITS

@@ -108,11 +108,14 @@ class Reference:
     """A field whose values must be values of another field: `source` is 'list.field' (every `field` of the
     items of `list`). `later_only`, within the same list, allows only items after this one (an ordered list then
     makes an acyclic graph). `min_chain`: the family needs a path of at least that many items through these
-    references (A -> B -> C is 3), which a designer can build link by link."""
+    references (A -> B -> C is 3), which a designer can build link by link. `by_kind`: where the item's `kind`
+    decides which list the field draws from, (kind, source) pairs; a kind not listed takes no values (a scheduling
+    rule's targets are sites for a site rule, staff for a staff rule, none for shared equipment)."""
 
     source: str
     later_only: bool = False
     min_chain: int = 0
+    by_kind: tuple[tuple[str, str], ...] = ()
 
 
 class Domain(DomainPart):

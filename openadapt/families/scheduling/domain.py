@@ -180,7 +180,10 @@ class SchedulingDomain(Domain):
     REFERENCES = {"sites.capabilities": Reference("capabilities.id"), "staff.skills": Reference("skills.id"),
                   "task_types.needs": Reference("capabilities.id"), "task_types.skill": Reference("skills.id"),
                   "emergencies.task_type": Reference("task_types.id"),
-                  "hidden_rules.task_types": Reference("task_types.id")}
+                  "hidden_rules.task_types": Reference("task_types.id"),
+                  "hidden_rules.targets": Reference("sites.id", by_kind=(
+                      ("site_excludes_type", "sites.id"), ("site_ends_by", "sites.id"),
+                      ("staff_excludes_type", "staff.id"), ("staff_ends_by", "staff.id")))}
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the theatre scheduling coordinator', 'the dock scheduler on the night shift'."))
     plan_noun: str = Field(min_length=3, max_length=80, description=(
