@@ -12,13 +12,13 @@ The settings that climbed furthest so far (docs/training.md, "Measured"): self-i
 ECI 2 on (off at ECI 1, where it copies lucky guesses), the first turn's log read explored, each tier's shortest
 honest turn budget, the KL anchor moved per tier; from ECI 1 this mastered ECI 1-2 in 24 minutes:
 
-    OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --minutes 180 --replay-share 0.25 --solver \\
-        '{"max_turns": {"1": 1, "2": 1, "3": 2, "4": 3, "5": 4}, "scale_rewards": "batch", "reference": "tier",
-          "imitate": {"1": 0.0, "2": 3.0}, "imitate_focus": 0.75, "explore": 0.9,
-          "explore_choices": ["inspect_logs"], "explore_credit": "positive"}'
+    OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --minutes 180 --replay-share 0.25 \\
+        --settings benchmarks/settings/triage_climb.yaml
 
 At ECI 3 the KL term held the model near the anchor that never reads: the run past ECI 3 dropped it there
-(`"beta": 0.0, "reference": "initial"` written into a copy's curriculum.json, then `--resume`).
+(`"beta": 0.0, "reference": "initial"` written into a copy's curriculum.json, then `--resume`, 130 minutes in).
+`beta` per tier (`{1: 0.1, 3: 0.0}`) drops it at a tier's start without an edit; a trailing reference
+(`reference_sync_steps`) moves the anchor with the policy instead.
 
 A killed run continues with `--resume` (same --output); the timeline then spans both parts.
 """
@@ -41,6 +41,7 @@ from loadwatch import LoadWatch  # noqa: E402
 from openadapt.curriculum.controller import Curriculum, CurriculumConfig  # noqa: E402
 from openadapt.curriculum.rule import RuleConfig  # noqa: E402
 from openadapt.runfiles import read_jsonl  # noqa: E402
+from openadapt.training.config import read_settings_file  # noqa: E402
 
 
 def main() -> None:
@@ -52,7 +53,9 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=200)
     parser.add_argument("--final-episodes", type=int, default=200, help="held-out seeds per tier at the end")
     parser.add_argument("--replay-share", type=float, default=0.1, help="share of episodes on earlier tiers")
-    parser.add_argument("--solver", type=json.loads, default={}, help="solver settings overrides, as JSON")
+    parser.add_argument("--settings", type=Path, help="solver settings from a YAML or JSON file (benchmarks/settings/)")
+    parser.add_argument("--solver", type=json.loads, default={}, help="solver settings overrides, as JSON (win over "
+                        "--settings)")
     parser.add_argument("--fresh", action="store_true", help="delete --output first")
     parser.add_argument("--resume", action="store_true", help="continue the run in --output")
     args = parser.parse_args()
@@ -63,7 +66,7 @@ def main() -> None:
                               rule=RuleConfig(window=args.window, min_episodes=args.window,
                                               replay_share=args.replay_share),
                               hours=args.minutes / 60, eval_episodes=args.eval_episodes, wandb="disabled",
-                              **args.solver)
+                              **(read_settings_file(args.settings) if args.settings else {}) | args.solver)
     if args.resume:
         from openadapt.curriculum.config import resume_config
 

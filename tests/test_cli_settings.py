@@ -91,3 +91,14 @@ def test_a_bad_settings_file_loads_no_heavy_library(tmp_path):
              "'openenv') if m in sys.modules]\nprint('HEAVY', heavy, code)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert "HEAVY [] 2" in done.stdout, done.stdout + done.stderr
+
+
+def test_the_committed_settings_files_are_valid_settings():
+    from pathlib import Path
+
+    from openadapt.training.config import SolverSettings, read_settings_file
+
+    files = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "settings").glob("*.yaml"))
+    assert files
+    for path in files:
+        SolverSettings(model="tiny", **read_settings_file(path))
