@@ -110,11 +110,12 @@ class Nudge(TrainerCallback):
         return control
 
 
-def synced_run(path, steps: int, mixup: float) -> tuple[dict, dict, dict]:
+def synced_run(path, steps: int, mixup: float, **settings) -> tuple[dict, dict, dict]:
     """(initial, policy, reference) weights after `steps` steps with the reference synced every step."""
     nudge = Nudge()
     with Solver.create(make_config(path, steps=steps, beta=0.1, lr=5e-2, reference="initial",
-                                   reference_sync_steps=1, reference_mixup=mixup), callbacks=[nudge]) as solver:
+                                   reference_sync_steps=1, reference_mixup=mixup, **settings),
+                       callbacks=[nudge]) as solver:
         nudge.solver = solver
         initial = weights(solver.trainer.ref_model)
         solver.train()
@@ -138,3 +139,15 @@ def test_a_half_synced_reference_sits_between_the_anchor_and_the_policy(tmp_path
 def test_a_synced_reference_needs_a_reference_model(tmp_path):
     with pytest.raises(ValidationError, match="reference_sync_steps moves the KL reference model"):
         make_config(tmp_path / "run", beta=0.0, reference_sync_steps=10)
+
+
+def test_a_reference_synced_from_a_tier_stays_put_below_it(tmp_path):
+    """`reference_sync_from=3`: steps at ECI 1 leave the reference where it was (from ECI 1 a trailing reference
+    let the tiny model's entropy collapse); steps at ECI 3 move it."""
+    initial, policy, reference = synced_run(tmp_path / "low", steps=1, mixup=1.0, reference_sync_from=3, eci=[1])
+    assert same(reference, initial) and not same(policy, initial)
+    initial, policy, reference = synced_run(tmp_path / "high", steps=1, mixup=1.0, reference_sync_from=3, eci=[3],
+                                            max_turns=2)
+    assert not same(reference, initial) and all(torch.allclose(reference[k], policy[k]) for k in policy)
+    with pytest.raises(ValidationError, match="reference_sync_from reads each step's tier"):
+        make_config(tmp_path / "full", beta=0.1, reference_sync_steps=5, reference_sync_from=3, context="full")

@@ -213,7 +213,8 @@ class EnvironmentRollout:
                     batch["turn_rows"].append((i, row.prompt_ids, row.completion_ids,
                                                row.opening if positive_only else 0, *turn_values[k]))
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
-            batch["kl_weight"] = self.config.beta_at(max(t.eci for t in traces))
+            batch["step_tier"] = max(t.eci for t in traces)
+            batch["kl_weight"] = self.config.beta_at(batch["step_tier"])
             if self.solved is not None:
                 batch["imitation_weight"] = self.config.imitate_at(max(t.eci for t in traces))
                 batch["imitation_rows"] = self._imitation_rows(traces, step, batch["imitation_weight"] > 0)

@@ -188,11 +188,11 @@ class Solver:
             metrics = MetricsWriter(run, rollout, config.beta_max)
             stopper = SaveOnStop()
             progress = SummaryOnSave()
-            reference = ReferenceAnchor()
+            reference = ReferenceAnchor(config.reference_sync_steps, config.reference_mixup,
+                                        config.reference_sync_from)
             trainer = cls._trainer(config, run, loaded, rollout,
                                    [metrics, *callbacks, progress, reference, stopper], wandb_mode)
             reference.trainer = trainer  # config validation refused 'tier' where there is no reference model
-            reference.moved = bool(config.reference_sync_steps)  # TRL's sync moves it: keep it with checkpoints
             solver = cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
             solver.reference = reference
             progress.write = solver._write_progress
@@ -252,8 +252,6 @@ class Solver:
             use_cpu=not cuda, disable_tqdm=True, disable_dropout=True, shuffle_dataset=False,
             remove_unused_columns=False, dataloader_num_workers=0, log_completions=False,
             use_vllm=config.use_vllm, vllm_mode="colocate", vllm_importance_sampling_correction=False,
-            sync_ref_model=bool(config.reference_sync_steps),
-            ref_model_sync_steps=config.reference_sync_steps or 512, ref_model_mixup_alpha=config.reference_mixup,
         )
         # The dataset only paces TRL's sampler: one placeholder row per episode group; the rollout chooses each
         # group's seed and tier.

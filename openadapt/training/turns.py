@@ -41,6 +41,7 @@ class TurnGRPOTrainer(GRPOTrainer):
     module docstring."""
 
     imitation_weight: float = 0.0  # `imitate` at the step's highest tier, set by each rollout
+    step_tier: int = 1  # the highest tier of the step's episodes, set by each rollout
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         device = self.accelerator.device
@@ -51,6 +52,7 @@ class TurnGRPOTrainer(GRPOTrainer):
         self._imitation = self._imitation_batch(output.pop("imitation_rows", None))
         self.imitation_weight = output.pop("imitation_weight", self.imitation_weight)
         self.beta = output.pop("kl_weight", self.beta)  # `beta` per tier: the step's highest tier's coefficient
+        self.step_tier = output.pop("step_tier", self.step_tier)
         for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
             output.pop(key, None)
         episodes = len(prompts)
