@@ -216,7 +216,7 @@ class EnvironmentRollout:
             batch["step_tier"] = max(t.eci for t in traces)
             batch["kl_weight"] = self.config.beta_at(batch["step_tier"])
             if self.solved is not None:
-                batch["imitation_weight"] = self.config.imitate_at(max(t.eci for t in traces))
+                batch["imitation_weight"] = self.config.imitate_at(batch["step_tier"])
                 batch["imitation_rows"] = self._imitation_rows(traces, step, batch["imitation_weight"] > 0)
         return batch | {
             "prompt_ids": [t.prompt_ids for t in traces],

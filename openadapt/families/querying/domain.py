@@ -25,6 +25,7 @@ from openadapt.families.domain import (
     dependency_cycle,
     duplicate_values,
     duplicates,
+    placeholders,
     too_few,
     unknown_ref,
 )
@@ -704,14 +705,11 @@ def _tidy_question(question: dict, tables: list) -> dict:
     used = [s for s in slots if not isinstance(s, dict) or not isinstance(s.get("name"), str)
             or "{" + s["name"] + "}" in text + sql]
     declared = {s.get("name") for s in used if isinstance(s, dict)}
-    for name in dict.fromkeys(_PLACEHOLDER.findall(text + " " + sql)):
+    for name in sorted(placeholders(text + " " + sql)):
         slot = _slot_named(name, sql, tables) if name not in declared and len(used) < 4 else None
         if slot:
             used.append(slot)
     return {**question, "slots": used} if used != slots else question
-
-
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 
 
 def _slot_named(name: str, sql: str, tables: list) -> dict | None:

@@ -510,11 +510,8 @@ class SchedulingDomain(Domain):
 
 
 def _minutes(clock: Any) -> int | None:
-    """'07:30' -> 450; None where it is no HH:MM time."""
-    if not isinstance(clock, str) or not re.fullmatch(r"\d{1,2}:\d{2}", clock.strip()):
-        return None
-    hours, minutes = clock.strip().split(":")
-    return int(hours) * 60 + int(minutes)
+    """`minutes` of a draft's value, None where it is no clock time."""
+    return minutes(clock) if isinstance(clock, str) and re.fullmatch(CLOCK, clock) else None
 
 
 def _on_the_grid(kind: dict, slot: Any, day_start: int | None) -> dict:
