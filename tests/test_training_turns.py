@@ -324,7 +324,8 @@ def test_explore_targets_draw_what_the_opening_acts_on_from_the_first_observatio
 
 def test_explore_credit_positive_trains_a_drawn_opening_only_where_its_episode_beat_its_group(tmp_path):
     """Self-imitation: four episodes open with a drawn read; two then diagnose right and two wrong. The model's
-    own tokens train in every row; the drawn opening's tokens only in the two rows whose advantage is positive."""
+    own tokens train in every row; the drawn opening's tokens only in the two rows whose advantage is positive,
+    and in every row they stay in the attention: what the model wrote after them was written given them."""
     config = make_config(tmp_path / "run", steps=1, prompts_per_step=1, num_generations=4, eci=[3], max_turns=2,
                          context="last", explore=1.0, explore_choices=["inspect_logs"],
                          explore_targets={"component": "components"}, explore_credit="positive")
@@ -337,11 +338,13 @@ def test_explore_credit_positive_trains_a_drawn_opening_only_where_its_episode_b
     assert [t.solved for t in traces] == [True, False, True, False]
     rows = [row for t in traces for row in t.rows]
     assert [row.opening > 0 for row in rows] == [True, False] * 4  # the first turn of each opened with a draw
-    mask, advantages = captured["completion_mask"], captured["advantages"]
+    attended, advantages = captured["completion_mask"], captured["advantages"]
+    trained = attended * captured["tool_mask"]  # TRL's loss mask
     for k, row in enumerate(rows):
-        trained = mask[k][:len(row.completion_ids)].tolist()
+        n = len(row.completion_ids)
         kept = 1 if advantages[k] > 0 or not row.opening else 0
-        assert trained == [kept] * row.opening + [1] * (len(row.completion_ids) - row.opening), k
+        assert trained[k][:n].tolist() == [kept] * row.opening + [1] * (n - row.opening), k
+        assert attended[k][:n].tolist() == [1] * n, k
     assert (advantages[[0, 4]] > 0).all() and (advantages[[2, 6]] < 0).all()
     masked = sum(row.opening for k, row in enumerate(rows) if advantages[k] <= 0)
     assert int(captured["num_items_in_batch"]) == sum(t.generated_tokens for t in traces) - masked > 0

@@ -96,10 +96,15 @@ class TurnGRPOTrainer(GRPOTrainer):
         row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)]
         if rows and rows[0][5] is not None:
             row_advantages = self._turn_advantages(rows, mean, g)
+        # A drawn opening left out of the loss stays in the attention: the tokens after it were written given it.
+        # TRL's `tool_mask` is that loss-only mask (its tool-result tokens); zeroing `completion_mask` instead would
+        # hide the opening from the rest of the row, train those tokens in a context no rollout produced and let
+        # the per-token KL to the reference explode on them.
+        tool_mask = torch.ones_like(completion_mask)
         for k, row in enumerate(rows):
             if row[3] and row_advantages[k] <= 0:
-                completion_mask[k, :row[3]] = 0
-        num_items = self.accelerator.gather(completion_mask.sum()).sum()
+                tool_mask[k, :row[3]] = 0
+        num_items = self.accelerator.gather((completion_mask * tool_mask).sum()).sum()
 
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
@@ -107,7 +112,8 @@ class TurnGRPOTrainer(GRPOTrainer):
         batch = self.args.per_device_train_batch_size
         result: dict[str, Any] = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask,
                                   "completion_ids": completion_ids, "completion_mask": completion_mask,
-                                  "advantages": row_advantages, "num_items_in_batch": num_items}
+                                  "tool_mask": tool_mask, "advantages": row_advantages,
+                                  "num_items_in_batch": num_items}
         with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
             generate_every = self.args.steps_per_generation * self.num_iterations
             if self.args.gradient_accumulation_steps % generate_every != 0:
