@@ -1728,3 +1728,43 @@ def test_an_unmarked_family_keeps_the_conversation_with_the_embedded_model(llm):
     assert _pieces_asked(llm, "tables") and all(len(r["messages"]) > 2 for r in _pieces_asked(llm, "tables"))
     assert questions and all(len(r["messages"]) > 2 and world["title"] not in r["messages"][-1]["content"]
                              for r in questions)
+
+
+class _WritesItBack(ScriptedModel):
+    """Answers a request to write one evidence line again with that same line."""
+
+    def answer(self, text: str, title: str):
+        if EVIDENCE_ASKED_AGAIN.search(text):
+            return {"text": self.world["faults"][0]["evidence"][0]}
+        return super().answer(text, title)
+
+
+EVIDENCE_ASKED_AGAIN = re.compile(r"Line 1 of (`faults\[0\]\.evidence` has|`evidence` of `domain\.faults\[0\]`)")
+
+
+def test_a_descriptions_phrase_found_in_two_repair_rounds_is_accepted_as_this_worlds(llm, world):
+    # the irrigation pumps' evidence took 'minutes without reaching setpoint' (a cold room's, in the field's
+    # description) four times running, and the time limit failed the design: a pump's pressure has a setpoint too
+    line = "WARN {component} replica count {n} minutes without reaching setpoint"
+    world["faults"][0]["evidence"][0] = line
+    model = _WritesItBack(world)
+    llm.responder = model
+    seen: list[tuple[str, str]] = []
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible",
+                                    progress=lambda phase, attempt, detail: seen.append((phase, detail)))
+    candidate = designer.design()
+    assert candidate.usable, candidate.problems
+    asked_again = [t for t in model.asked if EVIDENCE_ASKED_AGAIN.search(t)]
+    assert len(asked_again) == 2  # one round of repair (a try and a retry), then taken as it is
+    assert line in yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["evidence"]
+    assert candidate.notes["accepted_phrases"] == ["domain.faults[].evidence[]: minute without reaching setpoint"]
+    assert [d for p, d in seen if p == "accepted"] == [
+        "faults[].evidence[]: 'minute without reaching setpoint' (taken from its description's example 2 rounds "
+        "running: this world's words too)"]
+    # a whole text copied from a description stays a problem however often it comes back: the line is dropped
+    copied = "WARN {component} suction pressure {n} minutes without reaching setpoint"
+    world["faults"][0]["evidence"][0] = copied
+    llm.responder = _WritesItBack(world)
+    again = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert again.usable and not again.notes["accepted_phrases"]
+    assert copied not in yaml.safe_load(again.files["domain.yaml"])["faults"][0]["evidence"]

@@ -69,6 +69,10 @@ from openadapt.families.domain import Domain, DomainError, DomainProblem, number
 from openadapt.families.yamlio import dump_domain
 
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
+PHRASE_ROUNDS = 2  # repair rounds that find one field description's phrase before it counts as this world's
+
+# "this text takes 'minutes without reaching setpoint' from the example in this field's description, ..."
+_DESCRIBED_PHRASE = re.compile(r"""^this text takes (['"])(.+)\1 from the example in this field's description""")
 Progress = Callable[[str, int, str], None]
 
 SYSTEM = ("You design training environments for AI agents. You write the data of one world: its entities, "
@@ -217,6 +221,7 @@ class FamilyDomainDesigner(PieceRepairs):
         self._others: list[Domain] = []
         self._item_tries: dict[str, int] = {}  # per list item: the repair rounds that found it wrong, running
         self._rounds_seen: dict[str, int] = {}  # per problem: the repair rounds it was found in
+        self._phrase_rounds: dict[tuple[str, str], int] = {}  # per field and described phrase, the whole design
         self._attempt = 1  # the package attempt the pieces are written for (progress lines name it)
         self._usage_mark = Usage()  # the session's total when the current attempt began
         info = backend.describe()
@@ -406,7 +411,23 @@ class FamilyDomainDesigner(PieceRepairs):
             problems = []
         except DomainError as exc:
             problems = exc.problems
-        return missing + problems + copied_from_example(data, self._example, self._others, self.task)
+        copies = [p for p in copied_from_example(data, self._example, self._others, self.task)
+                  if self._phrase_rounds.get(_described_phrase(p), 0) < PHRASE_ROUNDS]
+        return missing + problems + copies
+
+    def _accept_phrases(self, problems: list[DomainProblem]) -> list[DomainProblem]:
+        """The problems of a repair round less the phrases now taken as this world's: a phrase of a field
+        description's example that the field's texts take over in `PHRASE_ROUNDS` rounds, the text rewritten in
+        between, is a phrase of this world too (a pump's pressure has a setpoint as a cold room's does: the 1.5B
+        wrote 'minutes without reaching setpoint' into an irrigation pump's evidence four times running, until the
+        time limit failed the design). It is recorded in the notes. A whole text copied from a description, or
+        anything from the worked example, stays a problem however often it comes back."""
+        for key in {_described_phrase(p) for p in problems} - {None}:
+            self._phrase_rounds[key] = self._phrase_rounds.get(key, 0) + 1
+            if self._phrase_rounds[key] == PHRASE_ROUNDS:
+                self.progress("accepted", self._attempt, f"{key[0].removeprefix('domain.')}: {key[1]!r} (taken from "
+                              f"its description's example {PHRASE_ROUNDS} rounds running: this world's words too)")
+        return [p for p in problems if self._phrase_rounds.get(_described_phrase(p), 0) < PHRASE_ROUNDS]
 
     def _candidate(self, notes: dict[str, Any], started: float) -> Candidate:
         """The attempt's candidate after piece repairs; its usage is this attempt's own (the session's is the
@@ -415,6 +436,9 @@ class FamilyDomainDesigner(PieceRepairs):
         started_with, rounds = {str(p) for p in problems}, 0
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
+            problems = self._accept_phrases(problems)
+            if not problems:
+                break
             if self._drop_hopeless_items(problems, self._item_tries):
                 problems = self._check()
                 if not problems:
@@ -444,6 +468,8 @@ class FamilyDomainDesigner(PieceRepairs):
             problems = self._check()
         notes = {**notes, "piece_repair_rounds": rounds, "problems": [len(started_with), len(problems)],
                  "fixed": len(started_with - {str(p) for p in problems}),
+                 "accepted_phrases": [f"{field}: {phrase}" for (field, phrase), n in self._phrase_rounds.items()
+                                      if n >= PHRASE_ROUNDS],
                  "requests": len(self._session.completions),
                  "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems and self.deadline.passed:
@@ -464,6 +490,13 @@ class FamilyDomainDesigner(PieceRepairs):
         files = family_package(self.name, section, dump_domain(domain, header=header), readme,
                                tags=("openadapt", "generated"))
         return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
+
+
+def _described_phrase(problem: DomainProblem) -> tuple[str, str] | None:
+    """(the field, list indices dropped; the phrase) of a text that takes a phrase of its field description's
+    example over, else None."""
+    match = _DESCRIBED_PHRASE.match(problem.message)
+    return (re.sub(r"\[\d+\]", "[]", problem.path), match.group(2)) if match else None
 
 
 def short_fields(value: BaseModel) -> str:
