@@ -15,10 +15,8 @@ honest turn budget, the KL anchor moved per tier; from ECI 1 this mastered ECI 1
     OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --minutes 180 --replay-share 0.25 \\
         --settings benchmarks/settings/triage_climb.yaml
 
-At ECI 3 the KL term held the model near the anchor that never reads: the run past ECI 3 dropped it there
-(`"beta": 0.0, "reference": "initial"` written into a copy's curriculum.json, then `--resume`, 130 minutes in).
-`beta` per tier (`{1: 0.1, 3: 0.0}`) drops it at a tier's start without an edit; a trailing reference
-(`reference_sync_steps`) moves the anchor with the policy instead.
+At ECI 3 the KL term held the model near the anchor that never reads, so the recipe drops it there (`beta` per
+tier, `{1: 0.1, 3: 0.0}`); a trailing reference (`reference_sync_steps`) moves the anchor with the policy instead.
 
 A killed run continues with `--resume` (same --output); the timeline then spans both parts.
 """
