@@ -10,7 +10,7 @@ timeline and a final held-out evaluation of every tier reached (the replayed tie
 
 The settings that climbed furthest so far (docs/training.md, "Measured"): self-imitation of solved episodes from
 ECI 2 on (off at ECI 1, where it copies lucky guesses), the first turn's log read explored, each tier's shortest
-honest turn budget, the KL anchor moved per tier; from ECI 1 this mastered ECI 1-2 in 24 minutes:
+honest turn budget, the KL anchor moved per tier and dropped from ECI 3; from ECI 1 this mastered ECI 1-3 in 64 minutes:
 
     OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --minutes 180 --replay-share 0.25 \\
         --settings benchmarks/settings/triage_climb.yaml
