@@ -73,6 +73,7 @@ PHRASE_ROUNDS = 2  # repair rounds that find one field description's phrase befo
 
 # "this text takes 'minutes without reaching setpoint' from the example in this field's description, ..."
 _DESCRIBED_PHRASE = re.compile(r"""^this text takes (['"])(.+)\1 from the example in this field's description""")
+
 Progress = Callable[[str, int, str], None]
 
 SYSTEM = ("You design training environments for AI agents. You write the data of one world: its entities, "
