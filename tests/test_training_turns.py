@@ -17,7 +17,7 @@ from test_training import make_config, scripted  # noqa: E402
 from openadapt.envpkg.loader import load  # noqa: E402
 from openadapt.training.chat import first_messages, prompt_ids  # noqa: E402
 from openadapt.training.errors import TrainingError  # noqa: E402
-from openadapt.training.grpo import choice_openings, quantize  # noqa: E402
+from openadapt.training.grpo import choice_openings, field_values, quantize  # noqa: E402
 from openadapt.training.pool import TextEnvPool  # noqa: E402
 from openadapt.training.rollout import EpisodeSpec, Opening, run_episodes  # noqa: E402
 from openadapt.training.rundir import RunDir  # noqa: E402
@@ -322,6 +322,69 @@ def test_explore_targets_draw_what_the_opening_acts_on_from_the_first_observatio
         choice_openings(system_prompt, "triage", targets={"service": "components"})
 
 
+def test_explore_turn_and_choices_per_tier_open_a_later_turn_with_its_own_tools(tmp_path):
+    """`explore_turn`/`explore_choices`/`explore_fields` per tier: ECI 3 opens its first turn with a log read, ECI 4
+    its second with a runbook read and a fix drawn where the diagnosis writes one; an ECI 4 episode of two turns
+    has no room after its second and is not explored."""
+    config = make_config(tmp_path / "run", steps=1, prompts_per_step=8, num_generations=4, eci=[3, 4],
+                         max_turns={3: 2, 4: 3}, context="last", explore=1.0, explore_turn={1: 1, 4: 2},
+                         explore_choices={1: ["inspect_logs"], 4: ["read_runbook"]},
+                         explore_fields={1: [], 4: ["fix"]}, explore_field_chance=1.0)
+    with Solver.create(config) as solver:
+        rollout = solver.rollout
+        specs = [EpisodeSpec(seed=1, eci=3, max_turns=2), EpisodeSpec(seed=1, eci=4, max_turns=3),
+                 EpisodeSpec(seed=1, eci=4, max_turns=2)]
+        at3, at4, short = rollout.explore(specs, step=0)
+        assert (at3.opening.turn, at3.opening.text({}), at3.opening.fills) == (1, '{"tool": "inspect_logs"', {})
+        assert (at4.opening.turn, at4.opening.text({})) == (2, '{"tool": "read_runbook"')
+        assert "kill_idle_connections" in at4.opening.fills["fix"] and len(at4.opening.fills["fix"]) == 14
+        assert short.opening is None
+        with pytest.raises(TrainingError, match="explore_fields evidence is not an enum field of the action"):
+            field_values(solver.pool.envs[0].system_prompt(), "triage", ["evidence"])
+
+
+def test_a_drawn_fix_replaces_the_models_where_its_diagnosis_writes_one(tokenizer):
+    """`Opening.fills`: the second turn opens with a runbook read (the model names the component); at the third
+    the model's diagnosis is cut before its fix, a fix the observation mentions is put there, and the model writes
+    the rest given it. The row records both drawn spans; the fix drawn is one the agent was shown, never another,
+    and over draws the runbook note's own fix is among them."""
+    seed, eci = 1, 4
+    inc = incident(seed, eci)
+    assert inc.constrained and inc.fix == "kill_idle_connections" and inc.fault.fix != inc.fix
+    n = 12
+    usual = json.dumps({"tool": "diagnose_incident", "component": inc.root, "fault": inc.fault.id,
+                        "fix": inc.fault.fix, "confidence": 0.9})
+    replies = [investigate(seed, eci)] * n + [f', "component": "{inc.root}"}}'] * n + [usual] * n \
+        + ['", "confidence": 0.9}'] * n
+    contexts: list = []
+    with TextEnvPool("seed:incident_triage", n) as pool:
+        fixes = field_values(pool.envs[0].system_prompt(), "triage", ["fix"])["fix"]
+        specs = [EpisodeSpec(seed=seed, eci=eci, opening=Opening(fields={"tool": "read_runbook"}, turn=2,
+                                                                 fills={"fix": fixes}, seed=str(i)))
+                 for i in range(n)]
+        traces = run_episodes(pool.envs, specs, scripted(tokenizer, replies, contexts), tokenizer,
+                              system_prompt=None, max_turns=3, context="last")
+        env = pool.envs[0]
+        env.reset(seed=seed, eci=eci)
+        env.step(investigate(seed, eci))
+        shown = json.dumps(env.step(json.dumps({"tool": "read_runbook", "component": inc.root})).observation)
+    mentioned = {f for f in fixes if f in shown}
+    assert inc.fix in mentioned and len(mentioned) < len(fixes)
+    drawn = []
+    for i, trace in enumerate(traces):
+        read, diagnosis = json.loads(trace.turns[1].action), json.loads(trace.turns[2].action)
+        assert read == {"tool": "read_runbook", "component": inc.root} and trace.turns[1].error is None
+        assert diagnosis["fault"] == inc.fault.id and diagnosis["confidence"] == 0.9
+        drawn.append(diagnosis["fix"])
+        first, second, third = trace.rows
+        assert first.drawn == [] and second.drawn == [(0, len(contexts[n + i]) - len(second.prompt_ids))]
+        (start, end), = third.drawn
+        assert tokenizer.decode(third.completion_ids[start:end], skip_special_tokens=True) == diagnosis["fix"]
+        assert contexts[3 * n + i] == third.prompt_ids + third.completion_ids[:end]  # the rest written given it
+        assert trace.solved == (diagnosis["fix"] == inc.fix)
+    assert set(drawn) <= mentioned and inc.fix in drawn and len(set(drawn)) > 1
+
+
 def test_explore_credit_positive_trains_a_drawn_opening_only_where_its_episode_beat_its_group(tmp_path):
     """Self-imitation: four episodes open with a drawn read; two then diagnose right and two wrong. The model's
     own tokens train in every row; the drawn opening's tokens only in the two rows whose advantage is positive,
@@ -337,16 +400,17 @@ def test_explore_credit_positive_trains_a_drawn_opening_only_where_its_episode_b
         traces = solver.rollout.last_traces
     assert [t.solved for t in traces] == [True, False, True, False]
     rows = [row for t in traces for row in t.rows]
-    assert [row.opening > 0 for row in rows] == [True, False] * 4  # the first turn of each opened with a draw
+    assert [bool(row.drawn) for row in rows] == [True, False] * 4  # the first turn of each opened with a draw
     attended, advantages = captured["completion_mask"], captured["advantages"]
     trained = attended * captured["tool_mask"]  # TRL's loss mask
     for k, row in enumerate(rows):
-        n = len(row.completion_ids)
-        kept = 1 if advantages[k] > 0 or not row.opening else 0
-        assert trained[k][:n].tolist() == [kept] * row.opening + [1] * (n - row.opening), k
+        n, opening = len(row.completion_ids), row.drawn[0][1] if row.drawn else 0
+        assert row.drawn in ([], [(0, opening)])
+        kept = 1 if advantages[k] > 0 or not opening else 0
+        assert trained[k][:n].tolist() == [kept] * opening + [1] * (n - opening), k
         assert attended[k][:n].tolist() == [1] * n, k
     assert (advantages[[0, 4]] > 0).all() and (advantages[[2, 6]] < 0).all()
-    masked = sum(row.opening for k, row in enumerate(rows) if advantages[k] <= 0)
+    masked = sum(row.drawn[0][1] for k, row in enumerate(rows) if row.drawn and advantages[k] <= 0)
     assert int(captured["num_items_in_batch"]) == sum(t.generated_tokens for t in traces) - masked > 0
 
 

@@ -119,18 +119,34 @@ class SolverSettings(BaseModel):
         "what the earlier tiers taught, where 'initial' pulls it back toward the warm-up's random actions; needs "
         "beta > 0 and a fully fine-tuned model). Default: 'tier' where that holds (tiny), else 'initial'")
     explore: float = Field(
-        default=0.0, ge=0.0, le=1.0, description="chance that a training episode's first turn, when its turn "
-        "limit leaves room for another, opens with a value of the action's first choice field (a family's tool) "
-        "drawn uniformly, the model writing the rest: exploration of actions a sharpened policy no longer samples "
-        "(a policy trained where one turn suffices stops investigating). It knows nothing of the answer; the "
-        "reply is trained on as the model's own")
-    explore_choices: list[str] | None = Field(
-        default=None, min_length=1, description="the values `explore` draws from (default: every value of the "
-        "choice field), e.g. a family's reading tools without its final answer; a value the action does not offer "
-        "is an error")
+        default=0.0, ge=0.0, le=1.0, description="chance that a training episode's first turn (or its tier's "
+        "`explore_turn`), when its turn limit leaves room for another, opens with a value of the action's first "
+        "choice field (a family's tool) drawn uniformly, the model writing the rest: exploration of actions a "
+        "sharpened policy no longer samples (a policy trained where one turn suffices stops investigating). It "
+        "knows nothing of the answer; the reply is trained on as the model's own")
+    explore_choices: list[str] | dict[Tier, list[str]] | None = Field(
+        default=None, description="the values `explore` draws from (default: every value of the choice field), "
+        "e.g. a family's reading tools without its final answer; or one list per tier ({1: [inspect_logs], 4: "
+        "[read_runbook]}; an episode takes its own tier's, else the nearest lower tier's). A value the action does "
+        "not offer is an error")
+    explore_turn: int | dict[Tier, int] = Field(
+        default=1, description="the turn an exploration draw opens (1: the first), or one per tier ({1: 1, 4: 2}; "
+        "an episode takes its own tier's, else the nearest lower tier's): a later turn explores what follows the "
+        "moves the policy already makes (a runbook read after its log read). The episode's turn limit must leave "
+        "room for a turn after it")
+    explore_fields: list[str] | dict[Tier, list[str]] | None = Field(
+        default=None, description="enum fields of the action (a diagnosis's `fix`) whose value, in an explored "
+        "episode (with chance `explore_field_chance`), is drawn too at the first turn from the explored one on "
+        "that writes the field: from the values that turn's observation mentions, in proportion to how often "
+        "(none mentioned: the model's own value stands). The reply is cut before its value and the model writes "
+        "the rest again given the drawn one; the drawn tokens are trained like the opening (`explore_credit`). "
+        "One list per tier as for `explore_choices` ({1: [], 4: [fix]}). Knows nothing of the answer: a fix a "
+        "runbook note names is one the agent was shown")
+    explore_field_chance: float = Field(default=0.5, ge=0.0, le=1.0, description="explore_fields: the chance "
+                                        "that an explored episode draws them")
     explore_targets: dict[str, str] | None = Field(
         default=None, description="action fields an explored opening fills too, each with a value drawn from a "
-        "list the episode's first observation shows, in proportion to how often the rest of the observation "
+        "list the observation of the explored turn shows, in proportion to how often the rest of the observation "
         "mentions each (uniformly where none is mentioned): {'component': 'components'} opens "
         "`{\"tool\": \"inspect_logs\", \"component\": \"<one of the components listed>\"` (which tool on "
         "what). Knows nothing of the answer, like the choice itself")
@@ -198,12 +214,20 @@ class SolverSettings(BaseModel):
             raise ValueError(f"{info.field_name} must be a weight >= 0, or one per tier")
         return value
 
-    @field_validator("max_turns")
+    @field_validator("explore_choices")
     @classmethod
-    def _turns(cls, value: int | dict[int, int] | None) -> int | dict[int, int] | None:
+    def _choices(cls, value: list[str] | dict[int, list[str]] | None) -> list[str] | dict[int, list[str]] | None:
+        lists = list(value.values()) if isinstance(value, dict) else [value] if value is not None else []
+        if (isinstance(value, dict) and not value) or any(not choices for choices in lists):
+            raise ValueError("explore_choices must name at least one value (per tier: for each tier given)")
+        return value
+
+    @field_validator("max_turns", "explore_turn")
+    @classmethod
+    def _turns(cls, value: int | dict[int, int] | None, info: Any) -> int | dict[int, int] | None:
         values = [value] if isinstance(value, int) else list((value or {}).values())
         if any(v < 1 for v in values):
-            raise ValueError("max_turns must be at least 1")
+            raise ValueError(f"{info.field_name} must be at least 1")
         return value
 
     @model_validator(mode="after")
@@ -279,11 +303,23 @@ class SolverSettings(BaseModel):
 
     def beta_at(self, tier: int) -> float:
         """The KL coefficient of a step whose highest tier is `tier`."""
-        return _at_tier(self.beta or 0.0, tier)
+        return float(_at_tier(self.beta or 0.0, tier))
 
     def imitate_at(self, tier: int) -> float:
         """The self-imitation weight of a step whose highest tier is `tier`."""
-        return _at_tier(self.imitate, tier)
+        return float(_at_tier(self.imitate, tier))
+
+    def explore_turn_at(self, tier: int) -> int:
+        """The turn an exploration draw opens in an episode at `tier`."""
+        return int(_at_tier(self.explore_turn, tier))
+
+    def explore_choices_at(self, tier: int) -> list[str] | None:
+        """The values an exploration draw picks from in an episode at `tier` (None: every value)."""
+        return _at_tier(self.explore_choices, tier)
+
+    def explore_fields_at(self, tier: int) -> list[str]:
+        """The fields an explored episode at `tier` may have drawn too (`explore_fields`)."""
+        return list(_at_tier(self.explore_fields, tier) or [])
 
     def settings(self) -> dict[str, Any]:
         """These settings as keyword arguments (for the config of the run they drive)."""
@@ -310,12 +346,12 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _at_tier(value: float | dict[int, float], tier: int) -> float:
-    """A per-tier weight at `tier`: its own, else the nearest lower tier's, else (below them all) the first's."""
+def _at_tier(value: Any, tier: int) -> Any:
+    """A per-tier setting at `tier`: its own, else the nearest lower tier's, else (below them all) the first's."""
     if not isinstance(value, dict):
-        return float(value)
+        return value
     below = [t for t in value if t <= tier]
-    return float(value[max(below)] if below else value[min(value)])
+    return value[max(below)] if below else value[min(value)]
 
 
 class TrainConfig(SolverSettings):

@@ -57,7 +57,7 @@ class StepStats(BaseModel):
     completion_tokens: int
     generated_tokens: int
     rollout_s: float
-    explored: int = 0  # episodes whose first turn opened with an exploration draw (`explore`)
+    explored: int = 0  # episodes with a turn opened by an exploration draw (`explore`)
     value_continuations: int = 0  # episodes played to value the turns' states (`credit="turn"`)
     imitated: int = 0  # solved episodes whose turns the self-imitation term trained on (`imitate`)
     imitation_pool: int = 0  # solved episodes held for it
@@ -107,7 +107,8 @@ class EnvironmentRollout:
         self.generator_factory: Callable[[Any], Generator] | None = None  # tests script completions here
         self.stats: StepStats | None = None
         self.last_traces: list[EpisodeTrace] = []
-        self.openings: list[dict[str, str]] = []  # `explore`: the choice values a first turn opens with
+        self.openings: dict[int, list[dict[str, str]]] = {}  # `explore`, per tier: the choice values drawn from
+        self.fills: dict[int, dict[str, list[str]]] = {}  # `explore_fields`, per tier: field -> its values
         self.solved = SolvedEpisodes(config.imitate_buffer) if config.imitates else None
 
     def attach(self, envs: list[TextEnv], package: str, tiers: list[int], system_prompt: str | None,
@@ -115,23 +116,29 @@ class EnvironmentRollout:
         """The environments to play from the next step on; `budget` is the package's step budget per tier."""
         self.envs, self.package, self.tiers, self.system_prompt = envs, package, list(tiers), system_prompt
         self.budget = dict(budget or {})
-        if self.config.explore > 0:
-            self.openings = choice_openings(system_prompt or "", package, self.config.explore_choices,
-                                            self.config.explore_targets)
+        self.openings = {tier: choice_openings(system_prompt or "", package, self.config.explore_choices_at(tier),
+                                               self.config.explore_targets)
+                         for tier in self.tiers} if self.config.explore > 0 else {}
+        self.fills = {tier: field_values(system_prompt or "", package, self.config.explore_fields_at(tier))
+                      for tier in self.tiers} if self.config.explore > 0 else {}
 
     def explore(self, specs: list[EpisodeSpec], step: int) -> list[EpisodeSpec]:
-        """`config.explore`: each episode whose turn limit leaves room for a second turn opens, with that chance,
-        with a uniformly drawn choice, and `explore_targets` with values drawn from its first observation (seeded by
-        the run, the step and the episode, so a resume draws the same)."""
+        """`config.explore`: each episode whose turn limit leaves room for a turn after its tier's `explore_turn`
+        opens that turn, with that chance, with a choice drawn uniformly from its tier's, and `explore_targets` with
+        values drawn from that turn's observation (seeded by the run, the step and the episode, so a resume draws
+        the same)."""
         if not self.openings:
             return specs
         drawn = []
         for i, spec in enumerate(specs):
             key = f"{self.config.seed}:{step}:{i}"
             rng = random.Random(f"openadapt-explore:{key}")
-            if (spec.max_turns is None or spec.max_turns > 1) and rng.random() < self.config.explore:
-                opening = Opening(fields=rng.choice(self.openings), draw_from=self.config.explore_targets or {},
-                                  seed=key)
+            turn = self.config.explore_turn_at(spec.eci)
+            if (spec.max_turns is None or spec.max_turns > turn) and rng.random() < self.config.explore:
+                opening = Opening(fields=rng.choice(self.openings[spec.eci]), turn=turn,
+                                  draw_from=self.config.explore_targets or {}, seed=key)
+                if self.fills[spec.eci] and rng.random() < self.config.explore_field_chance:
+                    opening.fills = self.fills[spec.eci]
                 spec = spec.model_copy(update={"opening": opening})
             drawn.append(spec)
         return drawn
@@ -211,7 +218,7 @@ class EnvironmentRollout:
                 for k in self._trained_turns(trace, step, i):
                     row = trace.rows[k]
                     batch["turn_rows"].append((i, row.prompt_ids, row.completion_ids,
-                                               row.opening if positive_only else 0, *turn_values[k]))
+                                               row.drawn if positive_only else [], *turn_values[k]))
             batch["completion_texts"] = ["\n".join(turn.action for turn in t.turns) for t in traces]
             batch["step_tier"] = max(t.eci for t in traces)
             batch["kl_weight"] = self.config.beta_at(batch["step_tier"])
@@ -294,6 +301,22 @@ def choice_openings(system_prompt: str, package: str, only: list[str] | None = N
             return [{name: v} for v in values if only is None or v in only]
     raise TrainingError(f"{package}: explore needs an action with a choice field (an enum, such as a tool), and "
                         "its schema has none")
+
+
+def field_values(system_prompt: str, package: str, fields: list[str]) -> dict[str, list[str]]:
+    """`explore_fields`: each field's enum values, from the schema the system prompt shows."""
+    from openadapt.training.envinfo import schema_from_prompt
+
+    properties = (schema_from_prompt(system_prompt) or {}).get("properties", {})
+    values = {}
+    for name in fields:
+        prop = properties.get(name, {})
+        values[name] = prop.get("enum") or next((o["enum"] for o in prop.get("anyOf", []) if "enum" in o), None)
+        if not values[name]:
+            enums = [n for n, p in properties.items() if p.get("enum") or any("enum" in o for o in p.get("anyOf", []))]
+            raise TrainingError(f"{package}: explore_fields {name} is not an enum field of the action (its enum "
+                                f"fields: {', '.join(enums) or 'none'})")
+    return values
 
 
 REWARD_QUANTUM = 2.0 ** -12

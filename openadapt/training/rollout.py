@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -38,13 +39,18 @@ Context = Literal["full", "last"]
 
 
 class Opening(BaseModel):
-    """An exploration draw (`grpo.EnvironmentRollout.explore`): the first reply starts with these action fields,
-    the model writes the rest; the turn's row records how many tokens the opening took (`TurnRow.opening`), so
-    that `explore_credit="positive"` can train them only where the episode beat its group."""
+    """An exploration draw (`grpo.EnvironmentRollout.explore`): the reply of turn `turn` starts with these action
+    fields, the model writes the rest; the turn's row records how many tokens the opening took (`TurnRow.opening`),
+    so that `explore_credit="positive"` can train them only where the episode beat its group."""
 
     fields: dict[str, str] = Field(description="values drawn before the episode, e.g. {'tool': 'inspect_logs'}")
-    draw_from: dict[str, str] = Field(default_factory=dict, description="action field -> the first observation's "
-                                      "list its value is drawn from (`text`), e.g. {'component': 'components'}")
+    turn: int = Field(default=1, ge=1, description="the turn whose reply opens so (1: the first)")
+    fills: dict[str, list[str]] = Field(default_factory=dict, description="action field -> its values: at the "
+                                        "first turn from `turn` on whose reply writes the field, its value is drawn "
+                                        "too (`fill`), e.g. {'fix': [the fix enum]}")
+    draw_from: dict[str, str] = Field(default_factory=dict, description="action field -> the list in that turn's "
+                                      "observation its value is drawn from (`text`), e.g. {'component': "
+                                      "'components'}")
     seed: str = Field(default="", description="seeds the draws from the observation")
 
     def text(self, observation: dict[str, Any]) -> str:
@@ -59,12 +65,20 @@ class Opening(BaseModel):
         for field, source in self.draw_from.items():
             listed = observation.get(source)
             if not isinstance(listed, list) or not listed:
-                raise TrainingError(f"explore_targets: the first observation has no list `{source}` to draw `{field}` "
+                raise TrainingError(f"explore_targets: the observation of turn {self.turn} has no list `{source}` to "
+                                    f"draw `{field}` "
                                     f"from (its fields: {', '.join(sorted(observation))})")
             rest = json.dumps({k: v for k, v in observation.items() if k != source})
             mentions = [str(v) for v in listed for _ in range(rest.count(str(v)))]
             values[field] = rng.choice(mentions or [str(v) for v in listed])
         return json.dumps(values)[:-1]
+
+    def fill(self, field: str, observation: dict[str, Any]) -> str | None:
+        """A value for `field` drawn from its values in proportion to how often `observation` mentions each (None
+        where it mentions none: the model's own value stands). What the agent was shown, never the answer."""
+        shown = json.dumps(observation)
+        mentions = [v for v in self.fills[field] for _ in range(shown.count(v))]
+        return random.Random(f"openadapt-fill:{self.seed}:{field}").choice(mentions) if mentions else None
 
 
 class EpisodeSpec(BaseModel):
@@ -82,8 +96,9 @@ class TurnRow(BaseModel):
 
     prompt_ids: list[int]
     completion_ids: list[int]
-    opening: int = Field(default=0, description="how many of the completion's first tokens were an exploration "
-                         "draw, not the model's choice")
+    drawn: list[tuple[int, int]] = Field(default_factory=list, description="[start, end) spans of the completion "
+                                         "an exploration draw wrote (an opening, a filled value): not the model's "
+                                         "choice")
 
 
 class Turn(BaseModel):
@@ -171,7 +186,38 @@ class _Live:
         self.messages = messages
         self.limit = SAFETY_TURNS
         self.context_ids: list[int] = trace.prompt_ids  # what the next turn is generated from
-        self.opening: list[int] = []  # tokens the next reply starts with (first turn only)
+        self.observation: dict[str, Any] = {}  # the latest observation (an exploration draw reads it)
+        self.pending: Opening | None = None  # an exploration draw for a turn still to come
+        self.filling: Opening | None = None  # a draw whose `fills` wait for the turn that writes their field
+        self.opening: list[int] = []  # tokens the next reply starts with (the pending draw's, at its turn)
+
+    def open_turn(self, tokenizer: Any) -> None:
+        """Before a turn is generated: the pending draw's tokens when this is its turn."""
+        if self.pending is not None and len(self.trace.turns) + 1 == self.pending.turn:
+            text = self.pending.text(self.observation)
+            self.opening = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+            self.filling = self.pending if self.pending.fills else None
+            self.pending = None
+
+    def cut_for_fill(self, reply: list[int], tokenizer: Any) -> tuple[int, list[int]] | None:
+        """Where a pending fill applies to `reply` (opening included): how many of its tokens stand before the
+        field's value and the drawn value's tokens; None where this reply does not write such a field at a token
+        boundary or the observation mentions none of its values."""
+        if self.filling is None:
+            return None
+        text = tokenizer.decode(reply, skip_special_tokens=True)
+        for field in self.filling.fills:
+            found = re.search(rf'"{re.escape(field)}"\s*:\s*"', text)
+            value = self.filling.fill(field, self.observation) if found else None
+            if found is None or value is None:
+                continue
+            self.filling = None  # one draw per episode
+            for k in range(len(reply) + 1):
+                before = tokenizer.decode(reply[:k], skip_special_tokens=True)
+                if len(before) >= found.end():
+                    return (k, list(tokenizer(value, add_special_tokens=False)["input_ids"])) \
+                        if before == text[:found.end()] else None
+        return None
 
 
 def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate: Generator, tokenizer: Any, *,
@@ -193,28 +239,31 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
                         env, messages)
         episode.limit = spec.max_turns or max_turns or SAFETY_TURNS
         episode.context_ids = episode.trace.prompt_ids
-        if spec.opening is not None:
-            text = spec.opening.text(first.observation)
-            episode.opening = list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        episode.observation, episode.pending = first.observation, spec.opening
         live.append(episode)
         if spec.prefix:
             _replay(episode, spec.prefix, system_prompt, tokenizer, context)
     active = [e for e in live if not e.trace.finished and len(e.trace.turns) < e.limit]
     while active:
+        for episode in active:
+            episode.open_turn(tokenizer)
         replies = generate([e.context_ids + e.opening for e in active])
+        drawn = [[(0, len(e.opening))] if e.opening else [] for e in active]
+        replies = [e.opening + reply for e, reply in zip(active, replies, strict=True)]
+        _fill(active, replies, drawn, generate, tokenizer)
         still = []
-        for episode, reply in zip(active, replies, strict=True):
+        for episode, reply, spans in zip(active, replies, drawn, strict=True):
             trace = episode.trace
-            forced = len(episode.opening)
-            reply, episode.opening = episode.opening + reply, []
+            episode.opening = []
             text = tokenizer.decode(reply, skip_special_tokens=True)
             step = episode.env.step(text)
             if context == "last":
-                trace.rows.append(TurnRow(prompt_ids=episode.context_ids, completion_ids=reply, opening=forced))
+                trace.rows.append(TurnRow(prompt_ids=episode.context_ids, completion_ids=reply, drawn=spans))
             trace.completion_ids += reply
             trace.env_mask += [1] * len(reply)
             trace.generated_tokens += len(reply)
             _record(trace, text, step)
+            episode.observation = step.observation
             if step.done:
                 continue
             if len(trace.turns) >= episode.limit:
@@ -234,6 +283,20 @@ def run_episodes(envs: Sequence[TextEnv], specs: Sequence[EpisodeSpec], generate
     return [e.trace for e in live]
 
 
+def _fill(active: list[_Live], replies: list[list[int]], drawn: list[list[tuple[int, int]]], generate: Generator,
+          tokenizer: Any) -> None:
+    """Pending fills (`Opening.fills`): a reply that writes such a field is cut before its value, the drawn value
+    put in its place, and the model writes the rest again given it (one batched generation over those replies)."""
+    cuts = {i: cut for i, e in enumerate(active) if (cut := e.cut_for_fill(replies[i], tokenizer)) is not None}
+    if not cuts:
+        return
+    heads = {i: replies[i][:k] + value for i, (k, value) in cuts.items()}
+    tails = generate([active[i].context_ids + heads[i] for i in cuts])
+    for (i, (k, value)), tail in zip(cuts.items(), tails, strict=True):
+        replies[i] = heads[i] + tail
+        drawn[i] = [span for span in drawn[i] if span[1] <= k] + [(k, k + len(value))]
+
+
 def _record(trace: EpisodeTrace, action: str, step: TextStep) -> None:
     trace.turns.append(Turn(action=action, reward=float(step.reward), done=step.done, error=step_error(step)))
     trace.episode_return = round(trace.episode_return + float(step.reward), 6)
@@ -251,6 +314,7 @@ def _replay(episode: _Live, prefix: Sequence[str], system_prompt: str | None, to
     for action in prefix:
         step = episode.env.step(action)
         _record(episode.trace, action, step)
+        episode.observation = step.observation
         if step.done:
             return
         episode.context_ids = prompt_ids(tokenizer, first_messages(system_prompt, step.prompt, tokenizer))

@@ -13,7 +13,7 @@ turns:
 3. every turn of the episode becomes one training row, `prompt` = the exact tokens that turn was generated from,
    `completion` = the tokens the model wrote, with its episode's advantage (each decision of an episode that
    beat its group is reinforced, each of one that fell behind is discouraged), or with `credit="turn"` the
-   change in estimated value the turn made (`credit.py`, scaled by the spread of those changes); a row's leading
+   change in estimated value the turn made (`credit.py`, scaled by the spread of those changes); a row's
    tokens that an exploration draw wrote (`explore_credit="positive"`) are trained only where the advantage is
    positive (self-imitation: the model did not choose them, so a draw that did badly says nothing against it);
 4. the loss is TRL's own (`GRPOTrainer._compute_loss`, the configured `loss_type`, KL to the reference model when
@@ -35,10 +35,10 @@ from trl.trainer.utils import nanstd, pad, use_adapter
 
 
 class TurnGRPOTrainer(GRPOTrainer):
-    """`GRPOTrainer` whose `rollout_func` returns `turn_rows` (episode index, prompt ids, completion ids, leading
-    completion tokens trained only on a positive advantage, the value before and after the turn or None) beside
-    TRL's per-episode keys, and with `imitate` the `imitation_rows` its self-imitation term trains on; see the
-    module docstring."""
+    """`GRPOTrainer` whose `rollout_func` returns `turn_rows` (episode index, prompt ids, completion ids, the
+    [start, end) spans of completion tokens trained only on a positive advantage, the value before and after the
+    turn or None) beside TRL's per-episode keys, and with `imitate` the `imitation_rows` its self-imitation term
+    trains on; see the module docstring."""
 
     imitation_weight: float = 0.0  # `imitate` at the step's highest tier, set by each rollout
     step_tier: int = 1  # the highest tier of the step's episodes, set by each rollout
@@ -48,7 +48,8 @@ class TurnGRPOTrainer(GRPOTrainer):
         mode = "train" if self.model.training else "eval"
         prompts = [x["prompt"] for x in inputs]
         output = self.rollout_func(prompts, self)
-        rows: list[tuple[int, list[int], list[int], int, float | None, float | None]] = output.pop("turn_rows")
+        rows: list[tuple[int, list[int], list[int], list[tuple[int, int]], float | None, float | None]] = \
+            output.pop("turn_rows")
         self._imitation = self._imitation_batch(output.pop("imitation_rows", None))
         self.imitation_weight = output.pop("imitation_weight", self.imitation_weight)
         self.beta = output.pop("kl_weight", self.beta)  # `beta` per tier: the step's highest tier's coefficient
@@ -96,14 +97,14 @@ class TurnGRPOTrainer(GRPOTrainer):
         row_advantages = advantages[torch.tensor([r[0] for r in rows], device=device)]
         if rows and rows[0][5] is not None:
             row_advantages = self._turn_advantages(rows, mean, g)
-        # A drawn opening left out of the loss stays in the attention: the tokens after it were written given it.
+        # A drawn span left out of the loss stays in the attention: the tokens after it were written given it.
         # TRL's `tool_mask` is that loss-only mask (its tool-result tokens); zeroing `completion_mask` instead would
-        # hide the opening from the rest of the row, train those tokens in a context no rollout produced and let
+        # hide the draw from the rest of the row, train those tokens in a context no rollout produced and let
         # the per-token KL to the reference explode on them.
         tool_mask = torch.ones_like(completion_mask)
         for k, row in enumerate(rows):
-            if row[3] and row_advantages[k] <= 0:
-                tool_mask[k, :row[3]] = 0
+            for start, end in row[3] if row_advantages[k] <= 0 else ():
+                tool_mask[k, start:end] = 0
         num_items = self.accelerator.gather((completion_mask * tool_mask).sum()).sum()
 
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
