@@ -316,6 +316,16 @@ def test_a_draft_evidence_placeholder_the_engine_does_not_fill_is_read_as_what_i
                                                          "ERROR {component} {pump_id} seal leak {pct}%"]}]}
     assert DiagnosisDomain.tidy(draft)["faults"][0]["evidence"] == [
         "WARN {component} suction pressure {n} kPa", "ERROR {component} pump id seal leak {pct}%"]
+    # the Kubernetes prompt's 1.5B, 2026-12-05: a slot in angle brackets beside the component, in every fault
+    slots = {"faults": [{"id": "oom", "evidence": [
+        "ERROR {component} <pod-name> memory usage 90% above limit", "WARN <pod name> restarted {n} times",
+        "INFO {component} on <node>"]}]}
+    assert DiagnosisDomain.tidy(slots)["faults"][0]["evidence"] == [
+        "ERROR {component} memory usage 90% above limit", "WARN {component} restarted {n} times",
+        "INFO {component} on node"]
+    background = {"background_lines": ["INFO pods checked with kubectl describe {component} <pod-name>"]}
+    assert DiagnosisDomain.tidy(background)["background_lines"] == [
+        "INFO pods checked with kubectl describe {component}"]
 
 
 def test_a_dependency_listed_twice_is_listed_once_by_the_tidy():

@@ -164,10 +164,11 @@ class DiagnosisDomain(Domain):
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
         words; fault ids and fixes spelled with hyphens or spaces become identifiers; a constraint note and its
-        fix are made to agree (`_naming_its_fix`); an evidence line's unknown placeholder is read as what it
-        stands for (`_known_placeholders`); a log line without the component it is printed by (a fault's
-        evidence, a symptom, a background or a noise line) gets '{component}' (the 1.5B left it out of fault
-        evidence through every repair round); a dependency listed twice is listed once."""
+        fix are made to agree (`_naming_its_fix`); an evidence line's unknown placeholder, in braces or angle
+        brackets, is read as what it stands for (`_known_placeholders`, `_angle_slots`); a log line without the
+        component it is printed by (a fault's evidence, a symptom, a background or a noise line) gets
+        '{component}' (the 1.5B left it out of fault evidence through every repair round); a dependency listed
+        twice is listed once."""
         data = dict(data)
         names = [c["name"] for c in data.get("components", [])
                  if isinstance(c, dict) and isinstance(c.get("name"), str)]
@@ -197,7 +198,7 @@ class DiagnosisDomain(Domain):
                     fault["constraint"] = _naming_its_fix(fault["constraint"], fault.get("fix"))
             data["faults"] = faults
         for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO")):
-            data[name] = [_with_component(line, level, names) for line in data.get(name, [])]
+            data[name] = [_with_component(_angle_slots(line), level, names) for line in data.get(name, [])]
         # A dependency named twice is named once (the Kubernetes prompt's 1.5B: a replica set needing
         # `deployment-config` three times); what the list means is unchanged.
         if isinstance(data.get("components"), list):
@@ -387,13 +388,30 @@ _EVIDENCE_PLACEHOLDERS = ("component", *NUMBER_PLACEHOLDERS)
 def _known_placeholders(line):
     """An evidence line's placeholders the engine does not fill: the first stands for the faulty component where
     the line has no '{component}' (the 1.5B wrote 'WARN {failing_pump} ...'), any other becomes its words
-    ('{pump_id}' -> 'pump id')."""
+    ('{pump_id}' -> 'pump id'); a slot in angle brackets is read as one in braces (`_angle_slots`)."""
     if not isinstance(line, str):
         return line
+    line = _angle_slots(line)
     for name in re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", line):
         if name not in _EVIDENCE_PLACEHOLDERS:
             stands = "{component}" if "{component}" not in line else name.replace("_", " ")
             line = line.replace("{" + name + "}", stands, 1)
+    return line
+
+
+_ANGLE_SLOT = re.compile(r"<([A-Za-z][\w .-]{0,30})>")  # as the shared check's slot (families/domain.py)
+
+
+def _angle_slots(line):
+    """A log line's slot in angle brackets right after '{component}' names the component twice and goes (the
+    Kubernetes prompt's 1.5B wrote 'ERROR {component} <pod-name> ...' into every fault, through every repair
+    round); where the line has no '{component}' the first stands for it; any other becomes its words."""
+    if not isinstance(line, str):
+        return line
+    line = re.sub(r"(\{component\})\s*" + _ANGLE_SLOT.pattern, r"\1", line)
+    for slot in _ANGLE_SLOT.finditer(line):
+        stands = "{component}" if "{component}" not in line else re.sub(r"[\W_]+", " ", slot.group(1)).strip()
+        line = line.replace(slot.group(0), stands, 1)
     return line
 
 
