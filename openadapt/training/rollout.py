@@ -46,8 +46,8 @@ class Opening(BaseModel):
     fields: dict[str, str] = Field(description="values drawn before the episode, e.g. {'tool': 'inspect_logs'}")
     turn: int = Field(default=1, ge=1, description="the turn whose reply opens so (1: the first)")
     fills: dict[str, list[str]] = Field(default_factory=dict, description="action field -> its values: at the "
-                                        "first turn from `turn` on whose reply writes the field, its value is drawn "
-                                        "too (`fill`), e.g. {'fix': [the fix enum]}")
+                                        "first turn after `turn` whose reply writes the field (and is not the drawn "
+                                        "choice again), its value is drawn too (`fill`), e.g. {'fix': [the enum]}")
     draw_from: dict[str, str] = Field(default_factory=dict, description="action field -> the list in that turn's "
                                       "observation its value is drawn from (`text`), e.g. {'component': "
                                       "'components'}")
@@ -202,10 +202,14 @@ class _Live:
     def cut_for_fill(self, reply: list[int], tokenizer: Any) -> tuple[int, list[int]] | None:
         """Where a pending fill applies to `reply` (opening included): how many of its tokens stand before the
         field's value and the drawn value's tokens; None where this reply does not write such a field at a token
-        boundary or the observation mentions none of its values."""
-        if self.filling is None:
+        boundary or the observation mentions none of its values. A fill waits for a turn after the explored one
+        whose reply is not the drawn choice again: the fields a model adds to the drawn read are not its answer
+        (the tiny model writes a fix into its runbook reads)."""
+        if self.filling is None or len(self.trace.turns) + 1 <= self.filling.turn:
             return None
         text = tokenizer.decode(reply, skip_special_tokens=True)
+        if any(re.search(rf'"{re.escape(k)}"\s*:\s*"{re.escape(v)}"', text) for k, v in self.filling.fields.items()):
+            return None
         for field in self.filling.fills:
             found = re.search(rf'"{re.escape(field)}"\s*:\s*"', text)
             value = self.filling.fill(field, self.observation) if found else None
