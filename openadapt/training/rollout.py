@@ -40,8 +40,8 @@ Context = Literal["full", "last"]
 
 class Opening(BaseModel):
     """An exploration draw (`grpo.EnvironmentRollout.explore`): the reply of turn `turn` starts with these action
-    fields, the model writes the rest; the turn's row records how many tokens the opening took (`TurnRow.opening`),
-    so that `explore_credit="positive"` can train them only where the episode beat its group."""
+    fields, the model writes the rest; the turn's row records the tokens the draw wrote (`TurnRow.drawn`), so that
+    `explore_credit="positive"` can train them only where the episode beat its group."""
 
     fields: dict[str, str] = Field(description="values drawn before the episode, e.g. {'tool': 'inspect_logs'}")
     turn: int = Field(default=1, ge=1, description="the turn whose reply opens so (1: the first)")
@@ -66,8 +66,7 @@ class Opening(BaseModel):
             listed = observation.get(source)
             if not isinstance(listed, list) or not listed:
                 raise TrainingError(f"explore_targets: the observation of turn {self.turn} has no list `{source}` to "
-                                    f"draw `{field}` "
-                                    f"from (its fields: {', '.join(sorted(observation))})")
+                                    f"draw `{field}` from (its fields: {', '.join(sorted(observation))})")
             rest = json.dumps({k: v for k, v in observation.items() if k != source})
             mentions = [str(v) for v in listed for _ in range(rest.count(str(v)))]
             values[field] = rng.choice(mentions or [str(v) for v in listed])
