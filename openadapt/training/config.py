@@ -136,12 +136,12 @@ class SolverSettings(BaseModel):
         "room for a turn after it")
     explore_fields: list[str] | dict[Tier, list[str]] | None = Field(
         default=None, description="enum fields of the action (a diagnosis's `fix`) whose value, in an explored "
-        "episode (with chance `explore_field_chance`), is drawn too at the first turn from the explored one on "
-        "that writes the field: from the values that turn's observation mentions, in proportion to how often "
-        "(none mentioned: the model's own value stands). The reply is cut before its value and the model writes "
-        "the rest again given the drawn one; the drawn tokens are trained like the opening (`explore_credit`). "
-        "One list per tier as for `explore_choices` ({1: [], 4: [fix]}). Knows nothing of the answer: a fix a "
-        "runbook note names is one the agent was shown")
+        "episode (with chance `explore_field_chance`), is drawn too at the first turn after the explored one "
+        "that writes the field and is not the drawn choice again: from the values that turn's observation "
+        "mentions, in proportion to how often (none mentioned: the model's own value stands). The reply is cut "
+        "before its value and the model writes the rest again given the drawn one; the drawn tokens are trained "
+        "like the opening (`explore_credit`). One list per tier as for `explore_choices` ({1: [], 4: [fix]}). "
+        "Knows nothing of the answer: a fix a runbook note names is one the agent was shown")
     explore_field_chance: float = Field(default=0.5, ge=0.0, le=1.0, description="explore_fields: the chance "
                                         "that an explored episode draws them")
     explore_targets: dict[str, str] | None = Field(
@@ -151,11 +151,12 @@ class SolverSettings(BaseModel):
         "`{\"tool\": \"inspect_logs\", \"component\": \"<one of the components listed>\"` (which tool on "
         "what). Knows nothing of the answer, like the choice itself")
     explore_credit: Literal["all", "positive"] = Field(
-        default="all", description="how an explored opening's tokens are trained: with their episode's advantage "
-        "whatever its sign, as if the model had written them ('all'), or only where it is positive ('positive', "
-        "self-imitation): the model did not choose a drawn opening, so an episode that opened with one and fell "
-        "behind its group says nothing against what the model would choose, while 'all' pushes the drawn choice "
-        "down in every such episode. The model's own tokens are trained either way; context 'last' only")
+        default="all", description="how drawn tokens (an explored opening, a drawn field value) are trained: "
+        "with their episode's advantage whatever its sign, as if the model had written them ('all'), or only "
+        "where it is positive ('positive', self-imitation): the model did not choose a drawn opening, so an "
+        "episode that opened with one and fell behind its group says nothing against what the model would "
+        "choose, while 'all' pushes the drawn choice down in every such episode. The model's own tokens are "
+        "trained either way; context 'last' only")
     credit: Literal["episode", "turn"] = Field(
         default="episode", description="context 'last': what each turn of an episode is trained with: its episode's "
         "GRPO advantage ('episode'), or the change it made to the return the policy can expect ('turn'), valued "
