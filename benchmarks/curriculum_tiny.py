@@ -53,6 +53,10 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=200)
     parser.add_argument("--final-episodes", type=int, default=200, help="held-out seeds per tier at the end")
     parser.add_argument("--replay-share", type=float, default=0.1, help="share of episodes on earlier tiers")
+    parser.add_argument("--check-episodes", type=int, default=0, help="greedy check on fresh seeds before each "
+                        "escalation (0: the windowed rate decides)")
+    parser.add_argument("--check-floor", type=float, help="windowed rate that calls for a check")
+    parser.add_argument("--check-every", type=int, default=50, help="steps between two checks")
     parser.add_argument("--settings", type=Path, help="solver settings from a YAML or JSON file (benchmarks/settings/)")
     parser.add_argument("--solver", type=json.loads, default={}, help="solver settings overrides, as JSON (win over "
                         "--settings)")
@@ -64,7 +68,8 @@ def main() -> None:
 
     config = CurriculumConfig(source=args.source, output=args.output, model="tiny",
                               rule=RuleConfig(window=args.window, min_episodes=args.window,
-                                              replay_share=args.replay_share),
+                                              replay_share=args.replay_share, check_episodes=args.check_episodes,
+                                              check_floor=args.check_floor, check_every=args.check_every),
                               hours=args.minutes / 60, eval_episodes=args.eval_episodes, wandb="disabled",
                               **(read_settings_file(args.settings) if args.settings else {}) | args.solver)
     if args.resume:
@@ -94,6 +99,11 @@ def main() -> None:
             print(f"{prefix} held-out ECI {event['eci']} ({event['when']}): solve rate {event['solve_rate']:.3f} "
                   f"[{ci[0]:.3f}, {ci[1]:.3f}] on {event['episodes']} seeds, reward {event['mean_return']:+.3f}, "
                   f"load {watch.now():.2f}", flush=True)
+        elif kind == "check":
+            ci = event["solve_rate_ci95"]
+            print(f"{prefix} check ECI {event['eci']}: greedy {event['solve_rate']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] "
+                  f"on {event['episodes']} fresh seeds (windowed {event['windowed_solve_rate']:.2f}): "
+                  f"{'passed' if event['passed'] else 'not yet'}", flush=True)
         elif kind in ("escalation_rejected", "collapse", "stopped", "validation", "resumed", "escalation_triggered"):
             detail = {k: v for k, v in event.items() if k not in ("at", "summary", "event", "step")}
             print(f"{prefix} {kind} {json.dumps(detail, sort_keys=True, default=str)}", flush=True)
@@ -110,12 +120,16 @@ def main() -> None:
     print("\ntimeline (run minute, step, event, held-out solve rate [95% CI] on the tier it names):")
     tiers = {r["step"]: r for r in read_jsonl(args.output / "tiers.jsonl")}
     for e in events:
-        if e["event"] not in ("escalated", "heldout_eval", "collapse", "stopped", "started", "resumed"):
+        if e["event"] not in ("escalated", "heldout_eval", "check", "collapse", "stopped", "started", "resumed"):
             continue
         minute = tiers.get(e["step"], {}).get("train_seconds", 0.0) / 60
         if e["event"] == "heldout_eval":
             ci = e["solve_rate_ci95"]
             text = f"held-out ECI {e['eci']} ({e['when']}): {e['solve_rate']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+        elif e["event"] == "check":
+            ci = e["solve_rate_ci95"]
+            text = (f"check ECI {e['eci']} ({'passed' if e['passed'] else 'not yet'}): {e['solve_rate']:.3f} "
+                    f"[{ci[0]:.3f}, {ci[1]:.3f}] on {e['episodes']} fresh seeds")
         elif e["event"] == "escalated":
             text = f"escalated ECI {e['tier']} -> {e['target']}"
         elif e["event"] == "collapse":

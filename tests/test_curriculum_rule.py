@@ -9,6 +9,7 @@ import pytest
 
 from openadapt.curriculum.rule import Decision, RuleConfig, TierWindows, decide, episode_tier
 from openadapt.curriculum.state import CurriculumError, CurriculumState, EventLog
+from openadapt.envpkg.evaluation import CHECK_SEED_START, EVAL_SEED_START
 
 
 def stream(windows: TierWindows, tier: int, solved: int, total: int) -> None:
@@ -147,3 +148,67 @@ def test_explored_episodes_do_not_count_toward_the_rule(tmp_path):
     curriculum.on_episode(outcome(explored=False, solved=True))
     assert curriculum.windows.count(3) == 2 and curriculum.windows.rate(3) == 0.5
     assert curriculum.state.episodes == 8  # every episode is still counted as played
+
+
+def test_a_check_floor_lowers_the_windowed_trigger_only_with_checks():
+    windows = TierWindows(10)
+    stream(windows, 1, 7, 10)
+    assert decide(RuleConfig(window=10, min_episodes=10, check_floor=0.7), windows, 1, None) == Decision.HOLD
+    with_checks = RuleConfig(window=10, min_episodes=10, check_episodes=8, check_floor=0.7)
+    assert decide(with_checks, windows, 1, None) == Decision.ESCALATE
+    assert decide(with_checks.model_copy(update={"check_floor": 0.8}), windows, 1, None) == Decision.HOLD
+
+
+class _Report:
+    def __init__(self, rate: float, episodes: int):
+        self.solve_rate, self.episodes = rate, episodes
+        self.solve_rate_ci95, self.mean_return = (max(rate - 0.1, 0.0), min(rate + 0.1, 1.0)), rate
+
+    def tier(self, tier: int) -> _Report:
+        return self
+
+
+class _ScriptedSolver:
+    """Stands in for the solver's greedy evaluation: the rates it returns are scripted, the calls recorded."""
+
+    def __init__(self, rates: list[float]):
+        self.rates, self.calls = rates, []
+
+    def evaluate(self, tiers, episodes, seed_start=EVAL_SEED_START):  # the solver's default: the held-out set
+        self.calls.append((tuple(tiers), episodes, seed_start))
+        return _Report(self.rates.pop(0), episodes)
+
+
+def test_a_windowed_pass_must_be_confirmed_by_a_greedy_check_on_fresh_seeds(tmp_path):
+    """With `check_episodes`, the windowed rate at the floor only calls for a greedy check; the tier is mastered
+    when a check reaches the threshold, checks are at least `check_every` steps apart, each draws fresh seeds
+    (not the held-out set reported at the escalation), and every check is in the state and the event log."""
+    from types import SimpleNamespace
+
+    from openadapt.curriculum.config import CurriculumConfig
+    from openadapt.curriculum.controller import Curriculum
+
+    rule = RuleConfig(window=8, min_episodes=8, max_tier=1, check_episodes=16, check_floor=0.7, check_every=10)
+    (tmp_path / "run").mkdir()
+    curriculum = Curriculum(CurriculumConfig(source="seed:incident_triage", output=tmp_path / "run", rule=rule,
+                                             eval_episodes=40))
+    curriculum.state = CurriculumState(run_id="t", source="seed:incident_triage", tier=1)
+    curriculum.windows = TierWindows(8)
+    curriculum.solver = solver = _ScriptedSolver([0.8, 0.95, 0.9])
+    control = SimpleNamespace(should_training_stop=False, should_save=False)
+
+    stream(curriculum.windows, 1, 5, 8)  # 0.625: under the floor, no check
+    curriculum.after_step(5, control)
+    assert solver.calls == []
+    stream(curriculum.windows, 1, 6, 8)  # 0.75: a check, which fails
+    curriculum.after_step(10, control)
+    assert solver.calls == [((1,), 16, CHECK_SEED_START)] and curriculum.state.status == "running"
+    curriculum.after_step(19, control)  # too soon for another
+    assert len(solver.calls) == 1
+    curriculum.after_step(20, control)  # a check on fresh seeds passes: mastered, then the held-out evaluation
+    assert solver.calls[1:] == [((1,), 16, CHECK_SEED_START + 16), ((1,), 40, EVAL_SEED_START)]
+    assert curriculum.state.status == "mastered" and control.should_training_stop
+    assert "greedy check 0.95 on 16 seeds" in curriculum.state.reason
+    assert [(c.step, c.passed) for c in curriculum.state.checks] == [(10, False), (20, True)]
+    events = [e for e in curriculum.events.read() if e["event"] == "check"]
+    assert [(e["passed"], e["windowed_solve_rate"]) for e in events] == [(False, 0.75), (True, 0.75)]

@@ -45,9 +45,11 @@ from openadapt.curriculum.state import (
     CurriculumState,
     EnvVersion,
     EventLog,
+    TierCheck,
     TierEvaluation,
     now,
 )
+from openadapt.envpkg.evaluation import CHECK_SEED_START
 from openadapt.envpkg.loader import resolve
 from openadapt.runfiles import read_jsonl, write_atomic
 from openadapt.runlock import DirectoryLock
@@ -204,12 +206,13 @@ class Curriculum:
         self._tick()
         self._log_tiers(step)
         decision = decide(self.rule, self.windows, self.state.tier, self.state.escalated_from)
+        if decision in (Decision.ESCALATE, Decision.MASTERED) and not self._confirmed(step):
+            decision = Decision.HOLD
         if decision == Decision.ESCALATE:
             self._escalate(control)
         elif decision == Decision.MASTERED:
             self._evaluate(self.state.tier, "escalation")
-            self._stop(control, "mastered", f"ECI {self.state.tier} mastered (windowed solve rate "
-                       f"{self.windows.rate(self.state.tier):.2f} >= {self.rule.threshold})")
+            self._stop(control, "mastered", f"ECI {self.state.tier} mastered ({self._mastery()})")
         elif decision == Decision.COLLAPSE:
             self._collapse()
         if (self.config.hours is not None and self.state.status == "running"
@@ -224,6 +227,34 @@ class Curriculum:
         self.state.save(self.root)
 
     # ---- decisions --------------------------------------------------------------------------------------
+    def _confirmed(self, step: int) -> bool:
+        """With checks (`rule.check_episodes`), a windowed pass is confirmed by the greedy policy on fresh
+        validation seeds reaching the threshold; at most one check per `check_every` steps at a tier."""
+        episodes, tier = self.rule.check_episodes, self.state.tier
+        if not episodes:
+            return True
+        last = next((c.step for c in reversed(self.state.checks) if c.eci == tier), None)
+        if last is not None and step - last < self.rule.check_every:
+            return False
+        seed_start = CHECK_SEED_START + len(self.state.checks) * episodes  # fresh seeds every time
+        report = self.solver.evaluate([tier], episodes, seed_start=seed_start).tier(tier)
+        check = TierCheck(eci=tier, step=step, episodes=report.episodes, seed_start=seed_start,
+                          solve_rate=report.solve_rate, solve_rate_ci95=report.solve_rate_ci95,
+                          windowed_solve_rate=round(self.windows.rate(tier) or 0.0, 4),
+                          passed=report.solve_rate >= self.rule.threshold)
+        self.state.checks.append(check)
+        self._emit("check", **check.model_dump(exclude={"step"}))
+        return check.passed
+
+    def _mastery(self) -> str:
+        """Why the current tier counts as mastered, for the stop reason and the escalation event."""
+        tier = self.state.tier
+        text = f"windowed solve rate {self.windows.rate(tier):.2f}"
+        if self.rule.check_episodes and self.state.checks:
+            check = self.state.checks[-1]
+            return f"{text}, greedy check {check.solve_rate:.2f} on {check.episodes} seeds >= {self.rule.threshold}"
+        return f"{text} >= {self.rule.threshold}"
+
     def _escalate(self, control: Any) -> None:
         current, target = self.state.tier, self.state.tier + 1
         rate = self.windows.rate(current) or 0.0

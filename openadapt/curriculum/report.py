@@ -63,6 +63,9 @@ _DESCRIPTIONS = {
     "heldout_eval": lambda e: (f"held-out ECI {e['eci']} ({e['when']}): solve rate {e['solve_rate']:.2f} "
                                f"[{e['solve_rate_ci95'][0]:.2f}, {e['solve_rate_ci95'][1]:.2f}] on {e['episodes']} "
                                f"seeds, reward {e['mean_return']:.3f}"),
+    "check": lambda e: (f"greedy check at ECI {e['eci']} (windowed {e['windowed_solve_rate']:.2f}): solve rate "
+                        f"{e['solve_rate']:.2f} [{e['solve_rate_ci95'][0]:.2f}, {e['solve_rate_ci95'][1]:.2f}] on "
+                        f"{e['episodes']} fresh seeds: " + ("passed" if e["passed"] else "not yet")),
     "escalated": lambda e: f"escalated ECI {e['tier']} -> {e['target']} (environment version v{e['version']})",
     "escalation_rejected": lambda e: (f"the ECI {e['target']} version was rejected (round {e['round']}): "
                                       f"{e['reason']}"),

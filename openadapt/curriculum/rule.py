@@ -1,5 +1,6 @@
-"""The escalation rule (docs/curriculum.md): a windowed solve rate per tier, escalation at the threshold,
-replay of earlier tiers, and collapse detection after an escalation."""
+"""The escalation rule (docs/curriculum.md): a windowed solve rate per tier, escalation at the threshold (with
+checks: a windowed rate at the floor calls for a greedy check on fresh validation seeds, which must reach the
+threshold), replay of earlier tiers, and collapse detection after an escalation."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ class RuleConfig(BaseModel):
     collapse_min: int = Field(default=16, ge=1, description="replayed episodes needed to call a collapse")
     step_back: bool = Field(default=False, description="return to the collapsed tier instead of only reporting")
     max_tier: int = Field(default=5, ge=1, le=5)
+    check_episodes: int = Field(default=0, ge=0, description="greedy episodes on fresh validation seeds that "
+                                "must confirm a windowed pass before the tier escalates (0: the window decides)")
+    check_floor: float | None = Field(default=None, ge=0.0, le=1.0, description="with checks, the windowed rate "
+                                      "that calls for one (default: the threshold)")
+    check_every: int = Field(default=50, ge=1, description="optimizer steps between two checks at one tier")
 
     @model_validator(mode="after")
     def _window_covers_minimum(self) -> RuleConfig:
@@ -28,6 +34,14 @@ class RuleConfig(BaseModel):
             raise ValueError(f"min_episodes ({self.min_episodes}) cannot exceed window ({self.window}): the "
                              "windowed rate would never see that many episodes")
         return self
+
+    @property
+    def trigger(self) -> float:
+        """The windowed rate at which the tier may be mastered: the threshold, or with checks their floor (the
+        sampled policy the window measures may trail the greedy policy the check measures)."""
+        if self.check_episodes and self.check_floor is not None:
+            return self.check_floor
+        return self.threshold
 
 
 class Decision(StrEnum):
@@ -74,7 +88,7 @@ def decide(config: RuleConfig, windows: TierWindows, tier: int, escalated_from: 
     if windows.count(tier) < config.min_episodes:
         return Decision.HOLD
     rate = windows.rate(tier)
-    if rate is None or rate < config.threshold:
+    if rate is None or rate < config.trigger:
         return Decision.HOLD
     return Decision.MASTERED if tier >= config.max_tier else Decision.ESCALATE
 

@@ -66,6 +66,19 @@ class TierEvaluation(BaseModel):
     when: str = Field(description="'escalation' (the tier just mastered), 'final', or 'collapse'")
 
 
+class TierCheck(BaseModel):
+    """A greedy check of the current weights on fresh validation seeds, asked for by a windowed pass."""
+
+    eci: int
+    step: int
+    episodes: int
+    seed_start: int
+    solve_rate: float
+    solve_rate_ci95: tuple[float, float]
+    windowed_solve_rate: float
+    passed: bool
+
+
 class CurriculumState(BaseModel):
     format: int = STATE_FORMAT
     run_id: str
@@ -78,6 +91,7 @@ class CurriculumState(BaseModel):
     windows: dict[int, list[bool]] = Field(default_factory=dict)
     versions: list[EnvVersion] = Field(default_factory=list)
     evaluations: list[TierEvaluation] = Field(default_factory=list)
+    checks: list[TierCheck] = Field(default_factory=list)
     rejected_escalations: int = 0
     status: Status = "running"
     reason: str = ""

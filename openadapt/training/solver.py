@@ -44,7 +44,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field
 
-from openadapt.envpkg.evaluation import EvalReport
+from openadapt.envpkg.evaluation import EVAL_SEED_START, EvalReport
 from openadapt.envpkg.loader import resolve
 from openadapt.training.callbacks import MetricsWriter, SaveOnStop, SummaryOnSave, graceful_interrupt
 from openadapt.training.config import TrainConfig, WandbMode, resumed_config
@@ -291,12 +291,12 @@ class Solver:
         if self.config.reference == "tier" and self.reference is not None:
             self.reference.anchor()
 
-    def evaluate(self, tiers: list[int], episodes: int) -> EvalReport:
+    def evaluate(self, tiers: list[int], episodes: int, seed_start: int = EVAL_SEED_START) -> EvalReport:
         """Greedy decoding with the current weights on held-out seeds (EVAL_SEED_START up), per tier."""
         policy = ModelPolicy(self.model, self.loaded.tokenizer, system_prompt=bool(self.config.system_prompt),
                              max_new_tokens=self.config.max_completion_length, context=self.config.context,
                              name=f"model:{self.run.path}@step{self.trainer.state.global_step}")
-        return evaluate_model(policy, self.pool, tiers, episodes)
+        return evaluate_model(policy, self.pool, tiers, episodes, seed_start=seed_start)
 
     def train(self, resume: bool = False) -> TrainSummary:
         """Train to `config.steps` global steps, writing metrics, checkpoints, the final model and summary.json.
