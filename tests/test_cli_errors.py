@@ -46,6 +46,7 @@ USAGE_ERRORS = [
     (("curriculum", "seed:incident_triage", "--reference", "tier", "--model", "qwen2.5-coder-0.5b"),
      "reference 'tier' moves the KL reference model"),
     (("curriculum", "--resume", "/no/such/run"), "not a curriculum run directory"),
+    (("curriculum", "seed:incident_triage", "--check-floor", "0.7"), "set check_episodes too"),
     (("report", "/no/such/run"), "no such run directory"),
     (("serve", "seed:nope"), "unknown seed 'nope'"),
     (("play", "seed:incident_triage", "--eci", "9"), "ECI tier 9 is outside 1-5"),

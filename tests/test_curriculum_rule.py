@@ -153,7 +153,9 @@ def test_explored_episodes_do_not_count_toward_the_rule(tmp_path):
 def test_a_check_floor_lowers_the_windowed_trigger_only_with_checks():
     windows = TierWindows(10)
     stream(windows, 1, 7, 10)
-    assert decide(RuleConfig(window=10, min_episodes=10, check_floor=0.7), windows, 1, None) == Decision.HOLD
+    assert decide(RuleConfig(window=10, min_episodes=10), windows, 1, None) == Decision.HOLD
+    with pytest.raises(ValueError, match="set check_episodes too"):
+        RuleConfig(check_floor=0.7)
     with_checks = RuleConfig(window=10, min_episodes=10, check_episodes=8, check_floor=0.7)
     assert decide(with_checks, windows, 1, None) == Decision.ESCALATE
     assert decide(with_checks.model_copy(update={"check_floor": 0.8}), windows, 1, None) == Decision.HOLD

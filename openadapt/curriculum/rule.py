@@ -35,6 +35,12 @@ class RuleConfig(BaseModel):
                              "windowed rate would never see that many episodes")
         return self
 
+    @model_validator(mode="after")
+    def _floor_needs_checks(self) -> RuleConfig:
+        if self.check_floor is not None and not self.check_episodes:
+            raise ValueError("check_floor is the windowed rate that calls for a check: set check_episodes too")
+        return self
+
     @property
     def trigger(self) -> float:
         """The windowed rate at which the tier may be mastered: the threshold, or with checks their floor (the
