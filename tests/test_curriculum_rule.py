@@ -214,3 +214,16 @@ def test_a_windowed_pass_must_be_confirmed_by_a_greedy_check_on_fresh_seeds(tmp_
     assert [(c.step, c.passed) for c in curriculum.state.checks] == [(10, False), (20, True)]
     events = [e for e in curriculum.events.read() if e["event"] == "check"]
     assert [(e["passed"], e["windowed_solve_rate"]) for e in events] == [(False, 0.75), (True, 0.75)]
+
+
+def test_with_checks_a_collapse_is_measured_from_the_floor():
+    """The sampled rate of a tier passed by a check sits near the check floor, not the threshold: replays at
+    0.55 are a collapse against 0.90 - 0.30, not against 0.70 - 0.30."""
+    windows = TierWindows(20)
+    stream(windows, 1, 11, 20)
+    plain = RuleConfig(window=20, min_episodes=20)
+    checked = RuleConfig(window=20, min_episodes=20, check_episodes=50, check_floor=0.7)
+    assert decide(plain, windows, tier=2, escalated_from=1) == Decision.COLLAPSE
+    assert decide(checked, windows, tier=2, escalated_from=1) == Decision.HOLD
+    stream(windows, 1, 7, 20)  # 0.35
+    assert decide(checked, windows, tier=2, escalated_from=1) == Decision.COLLAPSE

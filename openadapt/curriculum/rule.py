@@ -18,7 +18,8 @@ class RuleConfig(BaseModel):
     min_episodes: int = Field(default=64, ge=1, description="episodes at a tier before it may escalate")
     replay_share: float = Field(default=0.1, ge=0.0, lt=1.0, description="share of episodes on earlier tiers")
     collapse_drop: float = Field(default=0.3, gt=0.0, le=1.0,
-                                 description="a tier whose rate falls this far below the threshold has collapsed")
+                                 description="a tier whose rate falls this far below the threshold (with checks: "
+                                 "their floor) has collapsed")
     collapse_min: int = Field(default=16, ge=1, description="replayed episodes needed to call a collapse")
     step_back: bool = Field(default=False, description="return to the collapsed tier instead of only reporting")
     max_tier: int = Field(default=5, ge=1, le=5)
@@ -44,7 +45,8 @@ class RuleConfig(BaseModel):
     @property
     def trigger(self) -> float:
         """The windowed rate at which the tier may be mastered: the threshold, or with checks their floor (the
-        sampled policy the window measures may trail the greedy policy the check measures)."""
+        sampled policy the window measures may trail the greedy policy the check measures). A collapse is a drop
+        below this line."""
         if self.check_episodes and self.check_floor is not None:
             return self.check_floor
         return self.threshold
@@ -89,7 +91,7 @@ def decide(config: RuleConfig, windows: TierWindows, tier: int, escalated_from: 
     if escalated_from is not None:
         earlier = windows.rate(escalated_from)
         if (earlier is not None and windows.count(escalated_from) >= config.collapse_min
-                and earlier < config.threshold - config.collapse_drop):
+                and earlier < config.trigger - config.collapse_drop):
             return Decision.COLLAPSE
     if windows.count(tier) < config.min_episodes:
         return Decision.HOLD
