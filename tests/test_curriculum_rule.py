@@ -215,6 +215,10 @@ def test_a_windowed_pass_must_be_confirmed_by_a_greedy_check_on_fresh_seeds(tmp_
     events = [e for e in curriculum.events.read() if e["event"] == "check"]
     assert [(e["passed"], e["windowed_solve_rate"]) for e in events] == [(False, 0.75), (True, 0.75)]
 
+    curriculum._finish("mastered", curriculum.state.reason)  # the final rate is the one just measured, not rerun
+    assert len(solver.calls) == 3
+    assert [(e.when, e.solve_rate) for e in curriculum.state.evaluations] == [("escalation", 0.9), ("final", 0.9)]
+
 
 def test_with_checks_a_collapse_is_measured_from_the_floor():
     """The sampled rate of a tier passed by a check sits near the check floor, not the threshold: replays at

@@ -336,13 +336,26 @@ class Curriculum:
     def _finish(self, status: str, reason: str) -> None:
         self._tick()
         self.state.status, self.state.reason = status, reason
-        if status in ("max_steps", "time_limit", "mastered") and not any(
-                e.when == "final" and e.step == self.state.global_step for e in self.state.evaluations):
-            self._evaluate(self.state.tier, "final")
+        if status in ("max_steps", "time_limit", "mastered"):
+            self._final_evaluation()
         self.state.windows = self.windows.to_dict()
         self._sync_last_checkpoint()
         self.state.save(self.root)
         self._emit("stopped", status=status, reason=reason, tier=self.state.tier)
+
+    def _final_evaluation(self) -> None:
+        """The held-out rate the run ends with; the same weights were evaluated at this step already when mastery
+        ended the run (the same seeds: that result is the final one too, not evaluated twice)."""
+        tier, step = self.state.tier, self.state.global_step
+        done = [e for e in self.state.evaluations if e.eci == tier and e.step == step]
+        if any(e.when == "final" for e in done) or self.config.eval_episodes == 0:
+            return
+        if not done:
+            self._evaluate(tier, "final")
+            return
+        final = done[-1].model_copy(update={"when": "final"})
+        self.state.evaluations.append(final)
+        self._emit("heldout_eval", **final.model_dump(exclude={"step"}))
 
     def _finish_quietly(self, status: str, reason: str) -> None:
         """Record a failed end if the disk lets us; the original error is what the user must see."""
