@@ -720,7 +720,7 @@ def test_other_domain_errors_name_the_field():
     problems = _edit(lambda d: d["subject_names"].__setitem__(2, "Kraków Credit \u0141odz"))
     assert "Latin-1" in problems["domain.subject_names[2]"]
     problems = _edit(lambda d: d["categories"][2].update(per_period=[0, 3]))
-    assert "domain.categories[2].per_period" in problems
+    assert "greater than or equal to 1" in problems["domain.categories[2].per_period[0]"]  # the schema's bound
     problems = _edit(lambda d: d["categories"][0].update(amount=[5000.001, 9000]))
     assert "decimal" in problems["domain.categories[0].amount[0]"]
     problems = _edit(lambda d: d.update(kpi_rows=7))

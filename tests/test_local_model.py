@@ -732,3 +732,13 @@ def test_real_model_writes_a_records_text_under_the_rule_of_the_kind_it_chose(sm
         rule = reply.parse_as(piece.model)
         named = set(re.findall(r"\{(\w+)\}", rule.text))
         assert needs.get(rule.kind, set()) <= named, (rule.kind, rule.text)
+
+
+def test_a_report_categorys_ranges_carry_their_bounds_in_the_schema():
+    """The daily sales report's 1.5B wrote a category's per_period as [1, 1000] (at most 12) and its amount as
+    [-1000, 10000] (positive): bounds the schema states are mended at parse, not left to a repair round."""
+    from openadapt.families.report.domain import Category
+
+    reply = {"name": "online_order", "amount": [-1000.0, 10000.0], "per_period": [1, 1000]}
+    parsed = Completion(text=json.dumps(reply), finish_reason="stop").parse_as(Category)
+    assert parsed.per_period == (1, 12) and parsed.amount == (1.0, 10000.0)

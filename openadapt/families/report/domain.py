@@ -36,6 +36,10 @@ from openadapt.families.domain import (
     unknown_refs,
 )
 
+# Bounds the schema states (and a grammar enforces) rather than a check finding them after the writing: the
+# 1.5B wrote a daily sales category's per_period as [1, 1000] and its amount as [-1000, 10000].
+PeriodCount = Annotated[int, Field(ge=1, le=12)]
+PositiveAmount = Annotated[float, Field(gt=0)]
 SUBJECTS_PER_EPISODE = 8  # the cast of one episode: the reported subject and seven others
 KPI_SLOTS_PER_ROW = 3  # KPI definitions sit at positions 1 .. 3 x kpi_rows + 2 of their report type
 # Tables and columns the engine itself defines (the report machinery every world shares).
@@ -125,11 +129,11 @@ class Category(DomainPart):
     name: str = Field(min_length=2, max_length=30, pattern=IDENT, description=(
         "A kind of record, as stored in the category column, e.g. 'disbursement', 'inbound_receipt', "
         "'admission'."))
-    amount: tuple[float, float] = Field(description=(
+    amount: tuple[PositiveAmount, PositiveAmount] = Field(description=(
         "[low, high]: the range of one record's amount in the measure's unit, e.g. [5000.00, 250000.00] for "
         "loan disbursements in dollars, or [1, 40] for pallets. Positive, with no more decimals than the "
         "measure has."))
-    per_period: tuple[int, int] = Field(description=(
+    per_period: tuple[PeriodCount, PeriodCount] = Field(description=(
         "[low, high]: how many such records the reported subject has in the reported period, e.g. [2, 5]; low "
         "at least 1 (every category has business in the period), high at most 12."))
 
