@@ -247,7 +247,7 @@ class Curriculum:
         return check.passed
 
     def _mastery(self) -> str:
-        """Why the current tier counts as mastered, for the stop reason and the escalation event."""
+        """Why the top tier counts as mastered, for the stop reason."""
         tier = self.state.tier
         text = f"windowed solve rate {self.windows.rate(tier):.2f}"
         if self.rule.check_episodes and self.state.checks:
