@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from loadwatch import LoadWatch  # noqa: E402
 
 from openadapt.curriculum.controller import Curriculum, CurriculumConfig  # noqa: E402
+from openadapt.curriculum.report import describe_event  # noqa: E402
 from openadapt.curriculum.rule import RuleConfig  # noqa: E402
 from openadapt.runfiles import read_jsonl  # noqa: E402
 from openadapt.training.config import read_settings_file  # noqa: E402
@@ -100,10 +101,7 @@ def main() -> None:
                   f"[{ci[0]:.3f}, {ci[1]:.3f}] on {event['episodes']} seeds, reward {event['mean_return']:+.3f}, "
                   f"load {watch.now():.2f}", flush=True)
         elif kind == "check":
-            ci = event["solve_rate_ci95"]
-            print(f"{prefix} check ECI {event['eci']}: greedy {event['solve_rate']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] "
-                  f"on {event['episodes']} fresh seeds (windowed {event['windowed_solve_rate']:.2f}): "
-                  f"{'passed' if event['passed'] else 'not yet'}", flush=True)
+            print(f"{prefix} {describe_event(event)}", flush=True)
         elif kind in ("escalation_rejected", "collapse", "stopped", "validation", "resumed", "escalation_triggered"):
             detail = {k: v for k, v in event.items() if k not in ("at", "summary", "event", "step")}
             print(f"{prefix} {kind} {json.dumps(detail, sort_keys=True, default=str)}", flush=True)
@@ -127,9 +125,7 @@ def main() -> None:
             ci = e["solve_rate_ci95"]
             text = f"held-out ECI {e['eci']} ({e['when']}): {e['solve_rate']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
         elif e["event"] == "check":
-            ci = e["solve_rate_ci95"]
-            text = (f"check ECI {e['eci']} ({'passed' if e['passed'] else 'not yet'}): {e['solve_rate']:.3f} "
-                    f"[{ci[0]:.3f}, {ci[1]:.3f}] on {e['episodes']} fresh seeds")
+            text = describe_event(e)
         elif e["event"] == "escalated":
             text = f"escalated ECI {e['tier']} -> {e['target']}"
         elif e["event"] == "collapse":
