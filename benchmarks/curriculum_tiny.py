@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--check-episodes", type=int, default=0, help="greedy check on fresh seeds before each "
                         "escalation (0: the windowed rate decides)")
     parser.add_argument("--check-floor", type=float, help="windowed rate that calls for a check")
+    parser.add_argument("--check-floor-from", type=int, default=1, help="first tier the floor applies to (below: "
+                        "the threshold calls for a check)")
     parser.add_argument("--check-every", type=int, default=50, help="steps between two checks")
     parser.add_argument("--settings", type=Path, help="solver settings from a YAML or JSON file (benchmarks/settings/)")
     parser.add_argument("--solver", type=json.loads, default={}, help="solver settings overrides, as JSON (win over "
@@ -70,7 +72,8 @@ def main() -> None:
     config = CurriculumConfig(source=args.source, output=args.output, model="tiny",
                               rule=RuleConfig(window=args.window, min_episodes=args.window,
                                               replay_share=args.replay_share, check_episodes=args.check_episodes,
-                                              check_floor=args.check_floor, check_every=args.check_every),
+                                              check_floor=args.check_floor, check_floor_from=args.check_floor_from,
+                                              check_every=args.check_every),
                               hours=args.minutes / 60, eval_episodes=args.eval_episodes, wandb="disabled",
                               **(read_settings_file(args.settings) if args.settings else {}) | args.solver)
     if args.resume:

@@ -47,6 +47,8 @@ USAGE_ERRORS = [
      "reference 'tier' moves the KL reference model"),
     (("curriculum", "--resume", "/no/such/run"), "not a curriculum run directory"),
     (("curriculum", "seed:incident_triage", "--check-floor", "0.7"), "set check_episodes too"),
+    (("curriculum", "seed:incident_triage", "--check-episodes", "50", "--check-floor-from", "5"),
+     "set check_floor too"),
     (("report", "/no/such/run"), "no such run directory"),
     (("serve", "seed:nope"), "unknown seed 'nope'"),
     (("play", "seed:incident_triage", "--eci", "9"), "ECI tier 9 is outside 1-5"),

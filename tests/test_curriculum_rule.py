@@ -161,6 +161,25 @@ def test_a_check_floor_lowers_the_windowed_trigger_only_with_checks():
     assert decide(with_checks.model_copy(update={"check_floor": 0.8}), windows, 1, None) == Decision.HOLD
 
 
+
+def test_the_check_floor_applies_from_its_first_tier_on_and_to_collapses_of_those_tiers_only():
+    """`check_floor_from`: below it a tier escalates only at the threshold (its check then confirms), from it on
+    at the floor; a replayed tier's collapse line follows its own trigger."""
+    rule = RuleConfig(window=10, min_episodes=10, check_episodes=8, check_floor=0.7, check_floor_from=5)
+    windows = TierWindows(10)
+    stream(windows, 4, 7, 10)
+    assert decide(rule, windows, 4, None) == Decision.HOLD  # 0.7 < the threshold below ECI 5
+    stream(windows, 5, 7, 10)
+    assert decide(rule, windows, 5, None) == Decision.MASTERED  # the floor from ECI 5 on
+    replayed = TierWindows(20)
+    stream(replayed, 4, 11, 20)  # 0.55: under 0.90 - 0.3, over 0.7 - 0.3
+    stream(replayed, 5, 1, 10)
+    assert decide(rule, replayed, 5, 4) == Decision.COLLAPSE
+    assert decide(rule.model_copy(update={"check_floor_from": 1}), replayed, 5, 4) == Decision.HOLD
+    with pytest.raises(ValueError, match="set check_floor too"):
+        RuleConfig(check_episodes=8, check_floor_from=5)
+
+
 class _Report:
     def __init__(self, rate: float, episodes: int):
         self.solve_rate, self.episodes = rate, episodes

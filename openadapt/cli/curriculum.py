@@ -34,6 +34,8 @@ CheckOpt = Annotated[int, typer.Option(min=0, help="greedy episodes on fresh val
                                        "--threshold before a tier escalates (0: the windowed rate decides)")]
 CheckFloorOpt = Annotated[float | None, typer.Option(min=0.0, max=1.0, help="with --check-episodes, the windowed "
                                                      "rate that calls for a check (default: --threshold)")]
+CheckFloorFromOpt = Annotated[int, typer.Option(metavar="TIER", min=1, max=5, help="the first tier --check-floor "
+                                                "applies to; below it a check confirms a pass of --threshold")]
 CheckEveryOpt = Annotated[int, typer.Option(min=1, help="with --check-episodes, steps between two checks")]
 StepBackOpt = Annotated[bool, typer.Option("--step-back", help="return to a tier whose replayed solve rate "
                                            "collapsed (default: report the collapse only)")]
@@ -54,7 +56,7 @@ RoundsOpt = Annotated[int, typer.Option(min=1, help="designer+validator rounds p
                                         "stops as blocked")]
 AttemptsOpt = Annotated[int, typer.Option(min=1, help="LLM repair attempts within a round")]
 RULE = ("window", "min_episodes", "threshold", "replay_share", "step_back", "check_episodes", "check_floor",
-        "check_every")
+        "check_floor_from", "check_every")
 NOT_SETTINGS = ("resume", "designer_base_url", "designer_model", "start_eci", "settings", *RULE)
 
 
@@ -62,7 +64,8 @@ def curriculum(
     ctx: typer.Context, source: SourceArg = None, model: ModelOpt = None, hours: HoursOpt = None,
     max_steps: MaxStepsOpt = None, window: WindowOpt = 64, min_episodes: MinEpisodesOpt = None,
     threshold: ThresholdOpt = 0.90, replay_share: ReplayOpt = 0.1, step_back: StepBackOpt = False,
-    check_episodes: CheckOpt = 0, check_floor: CheckFloorOpt = None, check_every: CheckEveryOpt = 50,
+    check_episodes: CheckOpt = 0, check_floor: CheckFloorOpt = None,
+    check_floor_from: CheckFloorFromOpt = 1, check_every: CheckEveryOpt = 50,
     start_eci: StartOpt = 1, eval_episodes: CountOpt = None, num_generations: GenerationsOpt = None,
     prompts_per_step: PromptsOpt = None, lr: LrOpt = None, scale_rewards: ScaleRewardsOpt = None,
     reference: ReferenceOpt = None, warmup_steps: WarmupOpt = None,

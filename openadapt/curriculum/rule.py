@@ -28,6 +28,11 @@ class RuleConfig(BaseModel):
     check_floor: float | None = Field(default=None, ge=0.0, le=1.0, description="with checks, the windowed rate "
                                       "that calls for one (default: the threshold)")
     check_every: int = Field(default=50, ge=1, description="optimizer steps between two checks at one tier")
+    check_floor_from: int = Field(default=1, ge=1, le=5, description="the first tier the floor applies to; below "
+                                  "it a check confirms a windowed pass of the threshold. A tier escalated while "
+                                  "its sampled policy is unsettled can be overwritten by the next tier's gradient; "
+                                  "where more turns compound sampling errors (ECI 5), the sampled rate trails the "
+                                  "greedy one and never reaches the threshold")
 
     @model_validator(mode="after")
     def _window_covers_minimum(self) -> RuleConfig:
@@ -40,14 +45,15 @@ class RuleConfig(BaseModel):
     def _floor_needs_checks(self) -> RuleConfig:
         if self.check_floor is not None and not self.check_episodes:
             raise ValueError("check_floor is the windowed rate that calls for a check: set check_episodes too")
+        if self.check_floor_from != 1 and self.check_floor is None:
+            raise ValueError("check_floor_from is the first tier check_floor applies to: set check_floor too")
         return self
 
-    @property
-    def trigger(self) -> float:
-        """The windowed rate at which the tier may be mastered: the threshold, or with checks their floor (the
-        sampled policy the window measures may trail the greedy policy the check measures). A collapse is a drop
-        below this line."""
-        if self.check_episodes and self.check_floor is not None:
+    def trigger(self, tier: int) -> float:
+        """The windowed rate at which `tier` may be mastered: the threshold, or with checks their floor from
+        `check_floor_from` on (the sampled policy the window measures may trail the greedy policy the check
+        measures). A collapse of a replayed tier is a drop below its line."""
+        if self.check_episodes and self.check_floor is not None and tier >= self.check_floor_from:
             return self.check_floor
         return self.threshold
 
@@ -91,12 +97,12 @@ def decide(config: RuleConfig, windows: TierWindows, tier: int, escalated_from: 
     if escalated_from is not None:
         earlier = windows.rate(escalated_from)
         if (earlier is not None and windows.count(escalated_from) >= config.collapse_min
-                and earlier < config.trigger - config.collapse_drop):
+                and earlier < config.trigger(escalated_from) - config.collapse_drop):
             return Decision.COLLAPSE
     if windows.count(tier) < config.min_episodes:
         return Decision.HOLD
     rate = windows.rate(tier)
-    if rate is None or rate < config.trigger:
+    if rate is None or rate < config.trigger(tier):
         return Decision.HOLD
     return Decision.MASTERED if tier >= config.max_tier else Decision.ESCALATE
 
