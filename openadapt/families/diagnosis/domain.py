@@ -155,7 +155,8 @@ class DiagnosisDomain(Domain):
         "Benign lines that share words with fault evidence (they mislead a keyword matcher on noisy tiers), "
         "e.g. 'INFO {component} defrost cycle completed on schedule'. Use {component}."))
     victim_metrics: list[Metric] = Field(min_length=2, max_length=2, description=(
-        "Two readings that degrade on every component downstream of a fault (e.g. error rate, latency)."))
+        "Two readings of this world's own that degrade on every component downstream of a fault, named for "
+        "what this world measures, e.g. 'supply_air_temp_c' and 'compressor_duty_pct' in a refrigeration plant."))
     dependency_status: DependencyStatus = Field(default_factory=DependencyStatus, description=(
         "How the dependency-health tool words a dependency's state in this world."))
 
