@@ -32,7 +32,7 @@ class RuleConfig(BaseModel):
                                   "it a check confirms a windowed pass of the threshold. A tier escalated while "
                                   "its sampled policy is unsettled can be overwritten by the next tier's gradient; "
                                   "where more turns compound sampling errors (ECI 5), the sampled rate trails the "
-                                  "greedy one and never reaches the threshold")
+                                  "greedy one (0.63-0.78 against 0.94-0.97, measured) and stays below the threshold")
 
     @model_validator(mode="after")
     def _window_covers_minimum(self) -> RuleConfig:
