@@ -1553,6 +1553,13 @@ def test_the_worked_examples_template_with_this_worlds_names_filled_in_is_a_copy
                             {"name": "pressure-gauge", "note": "bourdon gauge on the pump outlet; owner team-farm."}]}
     flagged = {p.path for p in copied_from_example(pumps, example, others)}
     assert flagged == {"domain.components[0].note"}
+    # the example's clause with its own words further apart (runs 31-33's pumps and CI failures): 'platform' and
+    # 'team' are everyone's words and 'via' a short one, so no four words in a row hold two of the example's own
+    helm = {"components": [{"name": "pump-1", "note": "15 kW motor in pump house 2; managed by the platform team via "
+                                                      "Helm."}]}
+    assert [p.path for p in copied_from_example(helm, example, others)] == ["domain.components[0].note"]
+    assert not copied_from_example({"components": [{"name": "pump-1", "note": "15 kW motor in pump house 2; "
+                                                    "serviced by the farm team every spring."}]}, example, others)
     # words every family's examples use are nobody's template: a pump runbook sharing "the usual fix" is its own
     assert not copied_from_example({"summary": "Check the pressure first and apply the usual fix to the pump."},
                                    example, others)

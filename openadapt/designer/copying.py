@@ -233,15 +233,18 @@ def _everyones_words(domain: type[Domain]) -> frozenset[str]:
     return frozenset(w for w, used in _family_words().items() if len(used - {family}) >= 2)
 
 
-def _rare_runs(text: str, everyones: frozenset[str], n: int = 4) -> set[tuple[str, ...]]:
-    """Runs of n words of which two are a world's own words (not short words, placeholders, numbers or words
-    everyone's examples use)."""
+def _rare_runs(text: str, everyones: frozenset[str]) -> set[tuple[str, ...]]:
+    """Runs of 4 words of which two are a world's own words (not short words, placeholders, numbers or words
+    everyone's examples use), and runs of 7 likewise: the example's clause with its own words further apart
+    ("managed by the platform team via Helm" in a pump's note: 'platform' and 'team' are everyone's, 'via' a
+    short word, so no 4 words in a row hold two of its own)."""
     words = _words(text)
 
     def own(w: str) -> bool:
         return w[0] != "{" and w not in _SHORT_WORDS and w not in everyones and re.search("[a-z]{3}", w) is not None
 
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1) if sum(own(w) for w in words[i:i + n]) >= 2}
+    mine = [own(w) for w in words]
+    return {tuple(words[i:i + n]) for n in (4, 7) for i in range(len(words) - n + 1) if sum(mine[i:i + n]) >= 2}
 
 
 def _default_texts(model: type[BaseModel], seen: set | None = None) -> set[str]:
