@@ -357,6 +357,20 @@ def test_a_text_past_its_bound_is_cut_back_to_whole_sentences_or_words():
     assert len(parsed.hint) <= 200 and hint.startswith(parsed.hint) and parsed.hint.endswith("order.")
     assert cut_text("Keep the {counterpart} informed", 16) == "Keep the"  # no half placeholder
     assert cut_text("alpha beta gamma", 12) == "alpha beta"  # no half word
+    # cut inside a sentence, it ends before its last phrase, not inside it (a pump's role ended '... on a 20')
+    role = "the field technician responsible for the irrigation pumps on a 20-acre farm"
+    assert cut_text(role, 66) == "the field technician responsible for the irrigation pumps"
+    assert cut_text("Pump 3 lost prime after the well level dropped below the intake", 60) == (
+        "Pump 3 lost prime after the well level dropped")
+    from pydantic import BaseModel, Field
+
+    class Role(BaseModel):
+        agent_role: str = Field(max_length=80)
+
+    long_role = {"agent_role": "the field technician responsible for the irrigation pumps and the drip lines on a "
+                               "20-acre farm"}
+    parsed = Completion(text=json.dumps(long_role), finish_reason="stop").parse_as(Role)
+    assert parsed.agent_role == "the field technician responsible for the irrigation pumps and the drip lines"
 
 
 def test_endpoint_client_sends_schemas_and_max_tokens(llm):

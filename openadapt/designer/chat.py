@@ -18,6 +18,7 @@ Contracts:
 from __future__ import annotations
 
 import json
+import re
 from typing import Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -148,7 +149,20 @@ def cut_text(text: str, limit: int) -> str:
     words = head[:head.rfind(" ")] if " " in head and text[limit:limit + 1] not in (" ", "") else head
     if words.count("{") > words.count("}"):
         words = words[:words.rfind("{")]
+    if len(words) < len(text.rstrip(" .")):  # cut inside a sentence: end before its last clause, not inside it
+        clauses = [m.start() for m in _CLAUSE.finditer(words) if m.start() >= limit // 2]
+        words = words[:clauses[-1]] if clauses else words
+        while (last := _TRAILING.search(words)) and last.start() >= limit // 2:  # '... pumps on'
+            words = words[:last.start()]
     return words.rstrip(" ,;:-")
+
+
+# Where a clause or a phrase starts: a text cut inside a sentence ends before the last of these, so that a role
+# reads 'the pump technician responsible for the irrigation pumps', not '... the irrigation pumps on a 20'.
+_CLAUSE = re.compile(r"[,;:(]| -| (?:on|at|in|into|for|of|with|without|from|to|and|or|but|by|near|under|over|"
+                     r"above|below|behind|between|within|across|against|during|after|before|since|until|while|"
+                     r"which|who|whose|that|when|where|because|if|than|so|as|via|a|an|the)(?= |$)")
+_TRAILING = re.compile(f"(?:{_CLAUSE.pattern})$")
 
 
 class Sampling(BaseModel):

@@ -381,7 +381,10 @@ def bounded(schema: Any) -> Any:
     if out.get("type") == "array":
         out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
     if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & set(out):
-        out["maxLength"] = min(out.get("maxLength", MAX_FREE_CHARS), max(out.get("minLength", 0), MAX_FREE_CHARS))
+        # A text's own bound gets room past it: the grammar stops a text at its bound mid-phrase (a pump's role
+        # ended '... on a 20'), the parse cuts a longer one back to whole sentences or phrases (`cut_text`).
+        room = out["maxLength"] + out["maxLength"] // 4 + 10 if "maxLength" in out else MAX_FREE_CHARS
+        out["maxLength"] = min(room, max(out.get("minLength", 0), MAX_FREE_CHARS))
     return out
 
 
