@@ -1776,3 +1776,21 @@ def test_a_descriptions_phrase_found_in_two_repair_rounds_is_accepted_as_this_wo
     again = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
     assert again.usable and not again.notes["accepted_phrases"]
     assert copied not in yaml.safe_load(again.files["domain.yaml"])["faults"][0]["evidence"]
+
+
+def test_a_text_going_round_in_a_loop_is_cut_before_its_first_repeated_clause():
+    from openadapt.designer.pieces import cut_rambles
+
+    # the pumps' runbook of 2026-12-05 (run 34), written until the grammar's bound cut it mid-clause
+    loop = ("check_pressure gauge; if reading is below setpoint, check if pump is running; if pump is running, check "
+            "if pressure is below setpoint; if pressure is below setpoint, check if pump is running; if pump is "
+            "running, check if pressure is below setpoint; if pressure is below setpoint, check if pump is not")
+    line = "WARN {component} pressure low"
+    draft = {"faults": [{"runbook": loop, "evidence": [line, line]}],
+             "summary": "Check the pump. Check the valve. Call the farm manager."}
+    cut = cut_rambles(draft)
+    assert cut["faults"][0]["runbook"] == ("check_pressure gauge; if reading is below setpoint, check if pump is "
+                                           "running; if pump is running, check if pressure is below setpoint; if "
+                                           "pressure is below setpoint, check if pump is running.")
+    assert cut["summary"] == draft["summary"]  # nothing said twice: unchanged
+    assert cut["faults"][0]["evidence"] == draft["faults"][0]["evidence"]  # a repeated list item is not a loop

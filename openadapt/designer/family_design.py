@@ -49,7 +49,7 @@ from openadapt.designer.pieces import (
     Piece,
     assemble,
     constrained_schema,
-    cut_foreign_tails,
+    cut_rambles,
     distinct_references,
     drop_repeated_prose,
     instruction_for,
@@ -398,7 +398,7 @@ class FamilyDomainDesigner(PieceRepairs):
 
     def _draft(self) -> dict[str, Any]:
         # Repeats dropped again after the tidy: two symptom lines with different names can tidy to one line.
-        drafted = distinct_references(cut_foreign_tails(assemble(self._pieces)), self._family.domain)
+        drafted = distinct_references(cut_rambles(assemble(self._pieces)), self._family.domain)
         tidied = self._family.domain.tidy(drop_repeated_prose(drafted))
         return thin_repeats(drop_repeated_prose(tidied), self._family.domain)
 

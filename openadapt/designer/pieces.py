@@ -496,16 +496,37 @@ def _name_of(value: Any) -> str | None:
     return None
 
 
-def cut_foreign_tails(value: Any) -> Any:
+def cut_rambles(value: Any) -> Any:
     """The draft with every text that breaks into another script mid-sentence cut back to its last full
-    sentence (`without_foreign_tail`): the tail is a small model's ramble at its length bound."""
+    sentence (`without_foreign_tail`), and every text that goes round in a loop cut before its first repeated
+    clause (`without_loop`): both are a small model's ramble up to its length bound."""
     if isinstance(value, str):
-        return without_foreign_tail(value)
+        return without_loop(without_foreign_tail(value))
     if isinstance(value, dict):
-        return {k: cut_foreign_tails(v) for k, v in value.items()}
+        return {k: cut_rambles(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [cut_foreign_tails(v) for v in value]
+        return [cut_rambles(v) for v in value]
     return value
+
+
+_CLAUSE_END = re.compile(r"[.;!?](?:\s+|$)")
+
+
+def without_loop(text: str) -> str:
+    """`text` cut before the first clause (between '.', ';', '!' or '?') of three words or more that it already
+    said: the pumps' 1.5B wrote a runbook 'check_pressure gauge; if reading is below setpoint, check if pump is
+    running; if pump is running, check if pressure is below setpoint; if pressure is below setpoint, check if
+    pump is running; ...' until the grammar's bound cut it mid-clause. Unchanged where nothing repeats."""
+    seen: set[str] = set()
+    start = 0
+    for end in [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]:
+        clause = " ".join(re.findall(r"[\w{}'%-]+", text[start:end].lower()))
+        if len(clause.split()) >= 3 and clause in seen and start > 0:
+            kept = text[:start].rstrip()
+            return kept[:-1] + "." if kept.endswith((";", ",")) else kept
+        seen.add(clause)
+        start = end
+    return text
 
 
 def drop_repeated_prose(value: Any) -> Any:
