@@ -970,8 +970,16 @@ def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_b
         "kind": {"type": "string", "enum": ["a", "b"]}, "tags": {"type": "array", "maxItems": 3}}}
     out = bounded(schema)["properties"]
     assert out["choices"]["maxItems"] == MAX_LIST_ITEMS and out["choices"]["items"]["maxLength"] == MAX_FREE_CHARS
-    # a text's own bound gets room past it, for its phrase to end (the parse cuts it back: `cut_text`)
-    assert out["columns"]["maxItems"] == 10 and out["columns"]["items"]["maxLength"] == 20 + 5 + 10
+    assert out["columns"]["maxItems"] == 10 and out["columns"]["items"]["maxLength"] == 20
+    # the grammar's own copy gives a free text room past its bound, for its phrase to end (the parse cuts it back:
+    # `cut_text`); a patterned text keeps the bound its pattern was sized for
+    from openadapt.designer.pieces import with_text_room
+
+    roomy = with_text_room({"type": "object", "properties": {
+        "role": {"type": "string", "maxLength": 80}, "line": {"type": "string", "maxLength": 80, "pattern": "^a+$"},
+        "long": {"type": "string", "maxLength": MAX_FREE_CHARS}}})["properties"]
+    assert roomy["role"]["maxLength"] == 80 + 20 + 10 and roomy["line"]["maxLength"] == 80
+    assert roomy["long"]["maxLength"] == MAX_FREE_CHARS
     assert "maxLength" not in out["kind"] and out["tags"]["maxItems"] == 3
 
 

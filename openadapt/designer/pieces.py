@@ -381,10 +381,24 @@ def bounded(schema: Any) -> Any:
     if out.get("type") == "array":
         out["maxItems"] = min(out.get("maxItems", MAX_LIST_ITEMS), max(out.get("minItems", 0), MAX_LIST_ITEMS))
     if out.get("type") == "string" and not {"enum", "const", "pattern", "format"} & set(out):
-        # A text's own bound gets room past it: the grammar stops a text at its bound mid-phrase (a pump's role
-        # ended '... on a 20'), the parse cuts a longer one back to whole sentences or phrases (`cut_text`).
-        room = out["maxLength"] + out["maxLength"] // 4 + 10 if "maxLength" in out else MAX_FREE_CHARS
-        out["maxLength"] = min(room, max(out.get("minLength", 0), MAX_FREE_CHARS))
+        out["maxLength"] = min(out.get("maxLength", MAX_FREE_CHARS), max(out.get("minLength", 0), MAX_FREE_CHARS))
+    return out
+
+
+def with_text_room(schema: Any) -> Any:
+    """`schema` with each free text (no pattern, enum or format) given a quarter more room than its bound, plus 10
+    characters, up to MAX_FREE_CHARS: a grammar stops a text at its bound mid-phrase (a pump's 80-character role
+    ended '... on a 20' in the fresh-clone runs), the parse cuts a longer one back to whole sentences or phrases
+    (`chat.cut_text`). Only for the grammar: a text with placeholders keeps the pattern its own bound sizes (a
+    pattern's stretches sized for the room let the 1.5B close a late-start line without its {staff})."""
+    if isinstance(schema, list):
+        return [with_text_room(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: with_text_room(v) for k, v in schema.items()}
+    if (out.get("type") == "string" and isinstance(out.get("maxLength"), int)
+            and not {"enum", "const", "pattern", "format"} & set(out) and out["maxLength"] < MAX_FREE_CHARS):
+        out["maxLength"] = min(out["maxLength"] + out["maxLength"] // 4 + 10, MAX_FREE_CHARS)
     return out
 
 

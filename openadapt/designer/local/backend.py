@@ -228,9 +228,11 @@ class LocalLLM:
 
     def grammar_for(self, schema: dict) -> Any:
         """The compiled grammar of a JSON schema; `SchemaError` when llama.cpp cannot enforce it."""
+        from openadapt.designer.pieces import with_text_room  # pieces imports the families: only when asked
+
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = _compile_schema(self._loaded.llama, schema)
+            self._grammars[key] = _compile_schema(self._loaded.llama, with_text_room(schema))
         return self._grammars[key]
 
     def option_logprobs(self, messages: list[Message], options: list[str]) -> dict[str, float]:
