@@ -199,6 +199,10 @@ def test_defect_is_caught_by_the_right_check(validator, tmp_path, name):
 def test_missed_defect_is_caught(validator, tmp_path, name):
     report = validator.validate(broken_copy(tmp_path, name))
     expected = MISSED[name][1]
+    if report.check(expected).status == Status.SKIP and "not compared" in " ".join(report.check(expected).evidence):
+        # the second interpreter ran past its wait on a loaded machine (a training run and the suite on two
+        # cores): the check says it did not compare, so the run is repeated, not passed
+        report = validator.validate(broken_copy(tmp_path / "again", name))
     assert report.verdict == Verdict.FAIL, report.designer_feedback()
     assert expected in {c.check_id for c in report.failing}, (name, report.designer_feedback())
     check = report.check(expected)
