@@ -535,7 +535,7 @@ def without_loop(text: str) -> str:
     start = 0
     for end in [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]:
         clause = " ".join(re.findall(r"[\w{}'%-]+", text[start:end].lower()))
-        if len(clause.split()) >= 3 and clause in seen and start > 0:
+        if len(clause.split()) >= 3 and clause in seen:
             kept = text[:start].rstrip()
             return kept[:-1] + "." if kept.endswith((";", ",")) else kept
         seen.add(clause)
