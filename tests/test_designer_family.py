@@ -22,7 +22,7 @@ from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.pieces import drop_repeated_prose, plan_pieces, thin_repeats
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
-from openadapt.families.domain import DomainError, iter_texts
+from openadapt.families.domain import DomainError, DomainProblem, iter_texts
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
 KEY = "sk-test-FAMILY-8e21"
@@ -540,6 +540,26 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     found = copied_from_example(draft, example)
     assert any("repeats the designer's feedback" in p.message for p in found if p.path == at)
     assert not any(".tools." in p.path for p in found)  # a record of names any world may use is not judged
+
+
+def test_an_example_name_given_back_numbered_is_still_a_copy():
+    # the packaging supplier, 2026-12-05: asked to rename the freight example's persona 'rate_hawk', the 1.5B
+    # answered 'rate_hawk2'; a numbered name of the example is matched whole ('converter_2' is anyone's word)
+    example = get_family("negotiation").load_example("freight_rate")
+    draft = example.model_dump(mode="json")
+    at = "domain.personas[0].id"
+    original = draft["personas"][0]["id"]
+    for numbered in (f"{original}2", f"{original}_3", original.replace("_", "-") + "-1"):
+        draft["personas"][0]["id"] = numbered
+        assert at in {p.path for p in copied_from_example(draft, example)}, numbered
+    draft["personas"][0]["id"] = "carton_buyer"
+    assert at not in {p.path for p in copied_from_example(draft, example)}
+    wind = get_family("diagnosis").load_example("wind_park")
+    draft = wind.model_dump(mode="json")
+    draft["components"][6]["name"] = "converter_2"  # the example's is 'converter-01'
+    assert "domain.components[6].name" not in {p.path for p in copied_from_example(draft, wind)}
+    draft["components"][6]["name"] = "converter-01"
+    assert "domain.components[6].name" in {p.path for p in copied_from_example(draft, wind)}
 
 
 class _Repair(BaseModel):
@@ -1802,3 +1822,46 @@ def test_a_text_going_round_in_a_loop_is_cut_before_its_first_repeated_clause():
                                            "pressure is below setpoint, check if pump is running.")
     assert cut["summary"] == draft["summary"]  # nothing said twice: unchanged
     assert cut["faults"][0]["evidence"] == draft["faults"][0]["evidence"]  # a repeated list item is not a loop
+
+
+def test_a_descriptions_phrase_with_a_number_in_it_is_never_accepted_as_this_worlds():
+    # the packaging supplier, 2026-12-05: its subjects took '000 dc-dc converter modules part vx-240' from the
+    # description's example three rounds running, and it was accepted as a phrase of the cartons' world
+    designer = FamilyDomainDesigner.__new__(FamilyDomainDesigner)
+    designer._phrase_rounds, designer._attempt, designer.progress = {}, 1, lambda *args: None
+    part = DomainProblem(path="domain.subjects[1]", message="this text takes '000 dc-dc converter modules part "
+                         "vx-240' from the example in this field's description, another world: write its own")
+    form = DomainProblem(path="domain.faults[0].evidence[0]", message="this text takes 'minutes without reaching "
+                         "setpoint' from the example in this field's description, another world: write its own")
+    for _ in range(3):
+        left = designer._accept_phrases([part, form])
+    assert left == [part]
+
+
+class EachLineItsOwn(ScriptedModel):
+    """Answers every one-line rewrite with a line of its own."""
+
+    def answer(self, text, title):
+        if title == "OneText" and (match := re.search(r"Line (\d+) of `(\w+)`", text)):
+            return {"text": f"INFO {{component}} scripted {match.group(2)} line {match.group(1)} of its own"}
+        return super().answer(text, title)
+
+
+def test_a_line_asked_for_again_is_not_shown_its_siblings_that_copied_too(llm, world):
+    # the packaging supplier, 2026-12-05: its three subjects each took the description's 'DC-DC converter modules
+    # (part VX-240)'; each rewrite was shown the other two as lines to differ from, and wrote the copy back
+    from openadapt.designer.family_design import pick_example
+
+    example = pick_example(TASK, get_family("diagnosis"))[0]
+    first, second = example.noise_lines[0], example.noise_lines[1]
+    own = "INFO {component} node pool autoscaler evaluated the cluster, no change"
+    world["noise_lines"] = [first, second, own, *world["noise_lines"][2:]]
+    llm.responder = EachLineItsOwn(world)
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asks = [r["messages"][-1]["content"] for r in llm.requests
+            if re.search(r"Line [12] of `noise_lines` (has|is)", r["messages"][-1]["content"])]
+    assert len(asks) >= 2 and all(first not in a and second not in a for a in asks)
+    assert all(own in a for a in asks)  # a sibling of its own is still one to differ from
+    lines = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
+    assert first not in lines and second not in lines and own in lines

@@ -572,3 +572,19 @@ def test_the_draft_tidy_gives_the_last_persona_another_top_priority_where_all_sh
     # 0.1 of its reservation": no room for a deal)
     assert not [p for p in NegotiationDomain.model_validate(tidied).family_problems()
                 if p.path.startswith("domain.personas")]
+
+
+def test_the_draft_tidy_moves_a_limit_that_leaves_the_counterpart_almost_nothing():
+    # the packaging supplier's 1.5B, 2026-12-05: a fuel cost's limit drawn from [1, 99] in 0..100; at the agent's
+    # strictest limits its personas were left 0.06-0.12, too little for any reservation
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    issues = [{"id": "unit_price", "low": 10, "high": 20, "step": 0.05, "limit": [12, 16], "agent_prefers": "low"},
+              {"id": "fuel_cost", "low": 0, "high": 100, "step": 1, "limit": [1, 99], "agent_prefers": "low"},
+              {"id": "delivery", "low": 0, "high": 10, "step": 0.5, "limit": [5, 9.5], "agent_prefers": "high"}]
+    tidied = NegotiationDomain.tidy({"issues": issues})["issues"]
+    assert [i["limit"] for i in tidied] == [[13.0, 16], [30.0, 99], [5, 7.0]]
+    family = get_family("negotiation")
+    for name in family.examples():  # the examples leave 0.39-0.67 of every term: as written
+        example = family.load_example(name).model_dump(mode="json")
+        assert NegotiationDomain.tidy(example)["issues"] == example["issues"]

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from openadapt.designer.pieces import is_model
-from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, phrases
+from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, key_base, phrases
 
 # The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
 ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
@@ -26,6 +26,9 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     common = set.intersection(*sets) if sets else set()
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
+    # An unnumbered name is the example's numbered too: 'rate_hawk2' is its 'rate_hawk' (asked to rename the copy,
+    # the 1.5B gave it back so); a numbered one ('converter-01') is matched whole ('converter_2' is anyone's).
+    theirs_bases = {key_base(v) for v in theirs_names if key_base(v) == v.replace("-", "_")}
     described = descriptions(type(example))  # a text the schema itself gives as its example is the family's
     theirs_texts = {v for _, v in iter_texts(example) if _is_text(v) and v.lower() not in common
                     and v not in described}
@@ -44,7 +47,7 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     theirs_templates = set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(example))) - family_templates
     problems = []
     for path, value in _iter_json_texts(data):
-        if ENTITY_NAME.match(path) and value.lower() in theirs_names:
+        if ENTITY_NAME.match(path) and (value.lower() in theirs_names or key_base(value) in theirs_bases):
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: name this world's own"))
         elif _is_text(value) and value in theirs_texts:

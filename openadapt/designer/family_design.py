@@ -422,8 +422,12 @@ class FamilyDomainDesigner(PieceRepairs):
         between, is a phrase of this world too (a pump's pressure has a setpoint as a cold room's does: the 1.5B
         wrote 'minutes without reaching setpoint' into an irrigation pump's evidence four times running, until the
         time limit failed the design). It is recorded in the notes. A whole text copied from a description, or
-        anything from the worked example, stays a problem however often it comes back."""
+        anything from the worked example, stays a problem however often it comes back, and so does a phrase with a
+        number in it: a part number or a quantity ('000 dc-dc converter modules part vx-240', which the packaging
+        supplier's subjects took from the description three rounds running) is the example's world, not a form."""
         for key in {_described_phrase(p) for p in problems} - {None}:
+            if re.search(r"\d", key[1]):
+                continue
             self._phrase_rounds[key] = self._phrase_rounds.get(key, 0) + 1
             if self._phrase_rounds[key] == PHRASE_ROUNDS:
                 self.progress("accepted", self._attempt, f"{key[0].removeprefix('domain.')}: {key[1]!r} (taken from "

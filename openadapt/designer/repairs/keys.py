@@ -41,7 +41,7 @@ class KeyRepairs(RepairBase):
         # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
         # a key of its own is renamed everywhere it is used (the item and every reference to it).
         shared = keys.count(old) > 1
-        copy = shared or "numbered copies" in problem.message
+        copy = shared or "numbered copies" in problem.message or "copied from the worked example" in problem.message
         if new.lower() in {k.lower() for k in keys} or (copy and key_base(new) == key_base(old)):
             return False  # taken, or a numbered copy of the shared key ('pump_fails_2'): no new thing
         keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k

@@ -10,7 +10,7 @@ import typing
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.copying import unquoted
+from openadapt.designer.copying import is_copy, unquoted
 from openadapt.designer.pieces import bounded, named_description
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
@@ -160,7 +160,14 @@ class TextRepairs(RepairBase):
         was = "" if copy else f" It reads: {current!r}."
         if any("in this field's description" in m for m in wrong):  # the example it copied is not shown again
             guide = without_examples(guide)
-        differ = f", different from every one of: {json.dumps(others)}" if others else ""
+        # Siblings with a copy of their own are not shown: the packaging supplier's three subjects each took the
+        # description's 'DC-DC converter modules (part VX-240)', and each rewrite, shown the other two, wrote it back.
+        shown: list[str] = []
+        if line is not None:
+            base = problem.path.rsplit("[", 1)[0]
+            copied = {p.path for p in self._check() if p.path.startswith(base + "[") and is_copy(p.message)}
+            shown = [v for j, v in enumerate(value) if j != line and f"{base}[{j}]" not in copied]
+        differ = f", different from every one of: {json.dumps(shown)}" if shown else ""
         # a field keeps its own bounds and pattern in the grammar (a tool's name is an identifier)
         info = piece.model.model_fields[at]
         kind = typing.get_args(info.annotation)[0] if line is not None and typing.get_args(info.annotation) else str

@@ -33,6 +33,7 @@ RESERVED_FIELDS = frozenset({"move", "question", "message", "metadata", "model_c
                              "model_computed_fields", "schema", "json", "dict", "copy", "construct", "validate"})
 MIN_GRID_POINTS = 20  # an issue needs at least this many grid steps between low and high (room to bargain)
 MAX_GRID_POINTS = 5000
+MIN_THEIR_SHARE = 0.3  # the least share of a term's range the agent's strictest limit leaves the counterpart
 ZOPA_MARGIN = 0.10  # the counterpart's utility of the agent's strictest limits must exceed its reservation by this
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]  # one sentence or two
 Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
@@ -216,7 +217,8 @@ class NegotiationDomain(Domain):
         """An issue whose grid is too coarse for bargaining gets the coarsest round step (1, 2 or 5 times a power
         of ten) that puts at least 20 whole steps between its low and high, and a walk-away limit touching an
         end of its range is moved one step inside: the packaging supplier's 1.5B wrote delivery days 1..10 in
-        steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written.
+        steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written. A limit whose
+        strict end leaves the counterpart less than `MIN_THEIR_SHARE` of the term is moved until it does.
         A persona's reservation range that leaves no room for a deal at the agent's strictest limits is moved down
         until it does, its width kept (never below 0.05): the 1.5B cannot work utilities out, and all three of
         the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40. Where three or more
@@ -398,7 +400,28 @@ def _tidy_issue(issue: dict) -> dict:
             lo = hi = min(max(limit[0], low + step), high - step)
         if lo <= hi:
             issue["limit"] = [round(lo, 6), round(hi, 6)]
+        issue["limit"] = _leaving_a_share(issue, low, high, step)
     return issue
+
+
+def _leaving_a_share(issue: dict, low: float, high: float, step: float) -> list:
+    """The limit range with its strict end moved to leave the counterpart at least `MIN_THEIR_SHARE` of the term
+    (on the grid, the other end moved with it where needed): the packaging supplier's 1.5B drew a fuel cost's limit
+    from [1, 99] in 0..100, and at the agent's strictest limits every persona was left 0.06-0.12 utility, too
+    little for any reservation. The examples' limits leave 0.39-0.67."""
+    lo, hi = issue.get("limit", (None, None)) if len(issue.get("limit") or ()) == 2 else (None, None)
+    if not isinstance(lo, int | float) or not isinstance(hi, int | float) or lo > hi:
+        return issue.get("limit")
+    share = MIN_THEIR_SHARE * (high - low)
+    if issue.get("agent_prefers") == "low" and lo < low + share:
+        lo = math.ceil((low + share - low) / step - 1e-9) * step + low
+        hi = max(hi, lo)
+    elif issue.get("agent_prefers") == "high" and hi > high - share:
+        hi = math.floor((high - share - low) / step + 1e-9) * step + low
+        lo = min(lo, hi)
+    else:
+        return issue["limit"]
+    return [round(lo, 6), round(hi, 6)]
 
 
 def _fit_reservation(persona: object, issues: list) -> object:
