@@ -588,3 +588,17 @@ def test_the_draft_tidy_moves_a_limit_that_leaves_the_counterpart_almost_nothing
     for name in family.examples():  # the examples leave 0.39-0.67 of every term: as written
         example = family.load_example(name).model_dump(mode="json")
         assert NegotiationDomain.tidy(example)["issues"] == example["issues"]
+
+
+def test_a_text_restating_the_task_about_an_ai_agent_is_a_problem_outside_a_role():
+    # the packaging supplier's 1.5B, 2026-12-05: subjects 'An AI agent is tasked with negotiating the price ...'
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    data["subjects"][1] = "An AI agent is tasked with negotiating price and delivery terms with a packaging supplier"
+    data["agent_role"] = "an AI agent buying packaging for a bakery"
+    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    assert "speaks of the agent being trained" in problems["domain.subjects[1]"]
+    assert "domain.agent_role" not in problems  # the agent's role may say what the agent is
+    data["subjects"][1] = "an order of 20,000 corrugated cartons (double wall, 40 x 30 x 30 cm) for the spring range"
+    assert not NegotiationDomain.model_validate(data).problems()

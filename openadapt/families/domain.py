@@ -200,6 +200,9 @@ class Domain(DomainPart):
             elif slot := _SLOT.search(text):
                 yield DomainProblem(path=path, message=f"this text holds the slot {slot.group(0)!r}, a name left "
                                     "unfilled: write the value it stands for in this world")
+            elif not path.endswith("role") and (meta := _META.search(text)):
+                yield DomainProblem(path=path, message=f"this text speaks of the agent being trained "
+                                    f"({meta.group(0)!r}), not of this world: write what this field is here")
         echoed = _described_phrases(type(self))
         for path, text in texts:
             if is_prose(text) and (said := next((r for r in phrases(text) if r in echoed), None)):
@@ -221,6 +224,9 @@ class Domain(DomainPart):
 # A name in angle brackets is a slot a template left to fill: the Kubernetes prompt's 1.5B wrote evidence lines
 # 'ERROR {component} <pod-name> CPU usage 90% above limit' (placeholders this world has are in braces).
 _SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
+# The task restated where the world's content belongs: the packaging supplier's 1.5B wrote subjects 'An AI agent
+# is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
+_META = re.compile(r"\bAI (agent|assistant|model)s?\b|\bis tasked with\b", re.IGNORECASE)
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
