@@ -1653,6 +1653,8 @@ def test_an_item_still_wrong_after_a_round_of_repairs_is_dropped_where_the_list_
         def answer(self, text: str, title: str):
             if text.startswith("Your `domain.scenarios[2]` has problems"):
                 return hopeless  # what a small model sends back, however it is asked
+            if title == "Chosen":  # the grammar holds a real model to the defined ones; this one ignores it
+                return {"items": hopeless["escalate_categories"]}
             return super().answer(text, title)
 
     model = SameAnswer(family, world)
@@ -1665,6 +1667,34 @@ def test_an_item_still_wrong_after_a_round_of_repairs_is_dropped_where_the_list_
     keys = next(p for p in designer._pieces if p.field == "scenarios" and p.keys).value.items
     assert keys == [world["scenarios"][0]["name"], world["scenarios"][1]["name"]]
     assert not any(turn[0] == "domain.scenarios[2]" for turn in designer._session.turns)
+
+
+def test_references_to_what_an_item_does_not_define_are_chosen_again_among_its_own(llm):
+    """The helpdesk's 1.5B (2026-12-05) escalated 'legal_threat', 'data_loss' and 'financial_risk' in a scenario
+    whose skills handled none of them; rewritten whole, the scenario came back with the same."""
+    family = get_family("workflow")
+    world = family.load_example("it_service_desk").model_dump(mode="json")
+    scenario = world["scenarios"][1]
+    handled = [c for skill in scenario["skills"] for c in skill["categories"]]
+    free = [c for c in handled if c not in scenario["defer_categories"]]
+    scenario["escalate_categories"] = ["legal_threat", "data_loss", "financial_risk"]
+
+    class Chooses(OtherFamilyModel):
+        def answer(self, text: str, title: str):
+            if title == "Chosen":
+                self.schema_seen = self.schema
+                return {"items": free[:3]}
+            return super().answer(text, title)
+
+    model = Chooses(family, world)
+    designer, candidate = design_with(llm, model, "desk", "Train an agent to route IT helpdesk tickets to the right "
+                                      "team")
+    assert candidate.usable, candidate.problems
+    assert yaml.safe_load(candidate.files["domain.yaml"])["scenarios"][1]["escalate_categories"] == free[:3]
+    assert sorted(model.schema_seen["properties"]["items"]["items"]["enum"]) == sorted(handled)
+    (asked,) = [a for a in model.asked if "Choose its `escalate_categories` again" in a]
+    assert '"legal_threat"' in asked  # shown what it named wrong
+    assert not any(a.startswith("Your `domain.scenarios[1]` has problems") for a in model.asked)  # not rewritten
 
 
 def test_a_line_that_still_copies_an_example_after_a_round_is_dropped_where_its_list_keeps_enough(llm, world):

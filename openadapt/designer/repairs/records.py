@@ -58,6 +58,54 @@ class RecordRepairs(RepairBase):
         self.progress("renamed", self._attempt, f"{problem.path.removeprefix('domain.')} -> {new}")
         return True
 
+    def _choose_defined(self, problem: DomainProblem, done: set[str]) -> bool:
+        """A list of references inside an item (`scenarios[0].escalate_categories`) naming things the item does not
+        define is chosen again among those it does, the grammar holding each entry to them: the helpdesk's 1.5B
+        escalated 'legal_threat', 'data_loss' and 'financial_risk' in a scenario whose skills handled sales
+        categories only, and rewriting the whole scenario (every skill again) left it so."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[\d+\]$", problem.path)
+        defined = re.search(r"is not a defined (\w+) \(defined: ([^)]*)\)$", problem.message)
+        if not match or not defined or defined.group(2) == "none":
+            return False
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
+                      and p.value is not None), None)
+        name, what = match.group(3), defined.group(1)
+        values = getattr(piece.value, name, None) if piece is not None else None
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return False
+        at = f"{piece.path}.{name}"
+        if at in done:  # one request per list and round
+            return True
+        done.add(at)
+        choices = [c.strip() for c in defined.group(2).split(",")]
+        info = piece.model.model_fields[name]
+        least = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+        most = min(len(choices), next((m.max_length for m in info.metadata
+                                       if getattr(m, "max_length", None) is not None), len(choices)))
+        if least > most:
+            return False
+        wrong = [v for v in values if v not in choices]
+        schema = {"type": "object", "title": "Chosen", "required": ["items"], "properties": {"items": {
+            "type": "array", "items": {"type": "string", "enum": choices}, "minItems": least, "maxItems": most}}}
+        chosen = create_model("Chosen", items=(list[str], ...))
+        try:
+            items = self._session.ask_aside(
+                f"{self._world_so_far()}`{at}` names {what} values that `{piece.path}` ({identity(piece)}) does not "
+                f"define: {json.dumps(wrong)}. Choose its `{name}` again among the ones it defines, "
+                f"{json.dumps(choices)}, as JSON {{\"items\": [...]}}. `{name}`: {info.description or ''}",
+                chosen, max_tokens=20 + 12 * most, schema=schema).items
+            before = piece.value
+            data = piece.value.model_dump()
+            data[name] = list(dict.fromkeys(items))
+            piece.value = piece.model.model_validate(data)
+        except (ReplyError, ValidationError):
+            return False
+        if any(p.path.startswith(at + "[") and "is not a defined" in p.message for p in self._check()):
+            piece.value = before
+            return False
+        self.progress("chose", self._attempt, f"{at.removeprefix('domain.')}: {', '.join(data[name])}")
+        return True
+
     def _drop_surplus(self, problem: DomainProblem) -> bool:
         """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
         equal) is dropped where the list has more records than its schema needs: nothing is lost, and no request
