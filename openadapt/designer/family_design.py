@@ -453,10 +453,10 @@ class FamilyDomainDesigner(PieceRepairs):
             by_piece: dict[str, tuple[Piece, list[str], set[str]]] = {}
             parts: set[str] = set()  # records and texts asked for once this round, with all their problems
             for problem in problems:
-                if (self._rename_if_key(problem) or self._default_name(problem) or self._drop_surplus(problem)
+                if (self._rename_if_key(problem) or self._default_name(problem)
+                        or self._choose_defined(problem, parts) or self._drop_surplus(problem)
                         or self._top_up(problem) or self._rename_nested(problem) or self._reword(problem)
                         or self._rewrite_text(problem, parts) or self._deepen(problem)
-                        or self._choose_defined(problem, parts)
                         or self._rewrite_part(problem, parts)):
                     continue
                 for piece in owner(problem.path, self._pieces):

@@ -59,51 +59,85 @@ class RecordRepairs(RepairBase):
         return True
 
     def _choose_defined(self, problem: DomainProblem, done: set[str]) -> bool:
-        """A list of references inside an item (`scenarios[0].escalate_categories`) naming things the item does not
-        define is chosen again among those it does, the grammar holding each entry to them: the helpdesk's 1.5B
-        escalated 'legal_threat', 'data_loss' and 'financial_risk' in a scenario whose skills handled sales
-        categories only, and rewriting the whole scenario (every skill again) left it so."""
-        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[\d+\]$", problem.path)
-        defined = re.search(r"is not a defined (\w+) \(defined: ([^)]*)\)$", problem.message)
+        """A reference inside an item to something the domain does not define (`items[1].location`,
+        `suppliers[2].offers[0].item`), or a list of them (`scenarios[0].escalate_categories`), is chosen again
+        among those defined, the grammar holding it to them: the helpdesk's 1.5B escalated 'legal_threat',
+        'data_loss' and 'financial_risk' in a scenario whose skills handled sales categories only, and the
+        warehouse's offered 'item1' .. 'item4'; rewriting the whole item (every skill, every offer again) left them
+        so, or made more."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?(?:\.(\w+))?$", problem.path)
+        defined = re.search(r"is not a defined ([\w ]+?) \(defined: ([^)]*)\)$", problem.message)
         if not match or not defined or defined.group(2) == "none":
             return False
-        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
+        i = int(match.group(2))
+        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == i
                       and p.value is not None), None)
-        name, what = match.group(3), defined.group(1)
-        values = getattr(piece.value, name, None) if piece is not None else None
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        whole = piece is None  # a list written as one piece (no keys): its item i
+        if whole:
+            piece = next((p for p in self._pieces if p.field == match.group(1) and p.index is None and not p.keys
+                          and p.value is not None and "items" in p.model.model_fields), None)
+        if piece is None:
             return False
-        at = f"{piece.path}.{name}"
-        if at in done:  # one request per list and round
+        name, k, sub = match.group(3), match.group(4), match.group(5)
+        data = piece.value.model_dump()
+        item = data["items"][i] if whole and i < len(data["items"]) else None if whole else data
+        if not isinstance(item, dict):
+            return False
+        holder, key = item, name  # where the wrong value sits: item[name], item[name][k][sub]
+        if sub is not None:
+            records = item.get(name)
+            if k is None or not isinstance(records, list) or int(k) >= len(records) or not isinstance(records[int(k)],
+                                                                                                        dict):
+                return False
+            holder, key = records[int(k)], sub
+        value = holder.get(key)
+        many = isinstance(value, list)
+        if not (isinstance(value, str) or (many and sub is None and k is not None
+                                           and all(isinstance(v, str) for v in value))):
+            return False
+        at = f"domain.{match.group(1)}[{i}].{name}" if many else problem.path
+        if at in done:  # one request per reference (per list of them) and round
             return True
         done.add(at)
         choices = [c.strip() for c in defined.group(2).split(",")]
-        info = piece.model.model_fields[name]
-        least = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
-        most = min(len(choices), next((m.max_length for m in info.metadata
-                                       if getattr(m, "max_length", None) is not None), len(choices)))
-        if least > most:
-            return False
-        wrong = [v for v in values if v not in choices]
-        schema = {"type": "object", "title": "Chosen", "required": ["items"], "properties": {"items": {
-            "type": "array", "items": {"type": "string", "enum": choices}, "minItems": least, "maxItems": most}}}
-        chosen = create_model("Chosen", items=(list[str], ...))
+        what = defined.group(1)
+        if many:
+            owner_model = list_item_model(piece.model.model_fields["items"].annotation) if whole else piece.model
+            info = owner_model.model_fields[name]
+            least = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
+            most = min(len(choices), next((m.max_length for m in info.metadata
+                                           if getattr(m, "max_length", None) is not None), len(choices)))
+            if least > most:
+                return False
+            wrong = [v for v in value if v not in choices]
+            answer = {"type": "array", "items": {"type": "string", "enum": choices}, "minItems": least,
+                      "maxItems": most}
+            ask = (f"`{at}` names {what} values that are not defined: {json.dumps(wrong)}. Choose its `{name}` "
+                   f"again among the defined ones, {json.dumps(choices)}, as JSON {{\"items\": [...]}}. `{name}`: "
+                   f"{info.description or ''}")
+            room, model = 20 + 12 * most, create_model("Chosen", items=(list[str], ...))
+        else:
+            answer = {"type": "string", "enum": choices}
+            ask = (f"`{problem.path}` is {value!r}, which is not a defined {what}. Choose the one it means among "
+                   f"{json.dumps(choices)}, as JSON {{\"items\": ...}}.")
+            room, model = 40, create_model("Chosen", items=(str, ...))
+        schema = {"type": "object", "title": "Chosen", "required": ["items"], "properties": {"items": answer}}
+        before = piece.value
         try:
-            items = self._session.ask_aside(
-                f"{self._world_so_far()}`{at}` names {what} values that `{piece.path}` ({identity(piece)}) does not "
-                f"define: {json.dumps(wrong)}. Choose its `{name}` again among the ones it defines, "
-                f"{json.dumps(choices)}, as JSON {{\"items\": [...]}}. `{name}`: {info.description or ''}",
-                chosen, max_tokens=20 + 12 * most, schema=schema).items
-            before = piece.value
-            data = piece.value.model_dump()
-            data[name] = list(dict.fromkeys(items))
+            short = {f: v for f, v in item.items() if isinstance(v, str | int | float) and len(str(v)) < 40}
+            said = f"`domain.{match.group(1)}[{i}]` ({json.dumps(short, ensure_ascii=False)})"
+            items = self._session.ask_aside(f"{self._world_so_far()}In {said}: {ask}",
+                                            model, max_tokens=room, schema=schema).items
+            holder[key] = list(dict.fromkeys(items)) if many else items
             piece.value = piece.model.model_validate(data)
         except (ReplyError, ValidationError):
-            return False
-        if any(p.path.startswith(at + "[") and "is not a defined" in p.message for p in self._check()):
             piece.value = before
             return False
-        self.progress("chose", self._attempt, f"{at.removeprefix('domain.')}: {', '.join(data[name])}")
+        if any(p.path.startswith(at) and "is not a defined" in p.message for p in self._check()):
+            piece.value = before
+            return False
+        shown = ", ".join(holder[key]) if many else holder[key]
+        self.progress("chose", self._attempt, f"{at.removeprefix('domain.')}: {shown}")
         return True
 
     def _drop_surplus(self, problem: DomainProblem) -> bool:
