@@ -1641,6 +1641,33 @@ def test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_li
     assert not any(a.startswith("Your `domain.subject_names` has problems") for a in model.asked)
 
 
+def test_a_repeated_line_that_comes_back_repeated_is_dropped_and_the_list_topped_up(llm):
+    """The daily sales report's tenth subject name, 'Acme Lending' again, came back the same each time it was asked
+    for alone, and the list was rewritten whole every round of two attempts (2026-12-05)."""
+    family = get_family("report")
+    world = family.load_example("daily_report").model_dump(mode="json")
+    world["agent_role"] = "the reporting clerk of a chain of garden centres"  # the seed's is the description's
+    names = world["subject_names"][:10]
+    repeated = names[2]
+    world["subject_names"] = [*names[:9], repeated]
+
+    class Repeats(OtherFamilyModel):
+        def answer(self, text: str, title: str):
+            if "Line 10 of `subject_names`" in text:
+                return {"text": repeated}  # a line already there, however often it is asked
+            if "Write one more name for the domain's `subject_names`" in text:
+                return {"line": "Harbourside Garden Centre"}
+            return super().answer(text, title)
+
+    model = Repeats(family, world)
+    designer, _ = design_with(llm, model, "sales", "Train an agent to compile the daily sales report and email "
+                              "it to the store managers")
+    kept = designer._draft()["subject_names"]
+    assert kept.count(repeated) == 1 and "Harbourside Garden Centre" in kept and len(kept) == 10
+    assert sum("Line 10 of `subject_names`" in a for a in model.asked) == 2  # asked alone twice, then dropped
+    assert not any(a.startswith("Your `domain.subject_names` has problems") for a in model.asked)
+
+
 def test_an_item_still_wrong_after_a_round_of_repairs_is_dropped_where_the_list_keeps_enough(llm):
     """The helpdesk's third scenario held three of its draft's four problems after two rounds and two attempts,
     rewritten whole each time and sent back the same; its two sound scenarios were enough for the domain."""

@@ -206,10 +206,38 @@ class TextRepairs(RepairBase):
                     f"You wrote {text!r}; still wrong: {'; '.join(still)}. ")
         if best is None:
             piece.value = before
-            return False
+            return self._replace_repeat(problem, piece, line)
         piece.value = best[0]
         left = f" ({len(best[1])} problem(s) left)" if best[1] else ""
         self.progress("rewrote", self._attempt, f"{problem.path.removeprefix('domain.')}{left}")
+        return True
+
+
+    def _replace_repeat(self, problem: DomainProblem, piece: typing.Any, line: int | None) -> bool:
+        """A line of a list of lines that repeats another and came back as a line already there each time it was
+        asked for alone is dropped, and the list topped up one new line at a time if it is then too short (that
+        request names every line it has, and is sampled hotter): the daily sales report's tenth subject name,
+        'Acme Lending' again, came back the same through two attempts, the list rewritten whole each round."""
+        if line is None or piece.field is None or " repeats domain." not in problem.message:
+            return False
+        before = piece.value
+        data = before.model_dump()
+        if not isinstance(data.get("items"), list) or line >= len(data["items"]):
+            return False  # a list of a record's (`texts.demand_signals`) has no such repeats check
+        del data["items"][line]
+        # Held short for a moment: the piece asks for as many lines as the family's checks need, and the top-up
+        # below puts them back (or the piece is restored).
+        piece.value = piece.model.model_construct(**data)
+        short = next((p for p in self._check() if p.path == f"domain.{piece.field}" and "at least" in p.message), None)
+        if short is not None and not self._top_up(short):
+            piece.value = before
+            return False
+        try:
+            piece.value = piece.model.model_validate(piece.value.model_dump())
+        except ValidationError:
+            piece.value = before
+            return False
+        self.progress("dropped", self._attempt, f"{problem.path.removeprefix('domain.')} ({problem.message})")
         return True
 
 
