@@ -782,6 +782,33 @@ def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_
     assert evidence[0] == "ERROR {component} scripted line of its own" and copied not in evidence
 
 
+def test_a_copied_name_still_copied_when_asked_alone_is_chosen_among_three_new_ones(llm, world):
+    # the SIEM's victim metric, 2026-12-05: asked for alone, then rewritten whole, round after round, and each
+    # time `error_rate_pct` again, the web-service examples' name
+    from openadapt.designer.family_design import pick_example
+
+    copied = pick_example(TASK, get_family("diagnosis"))[0].victim_metrics[0].name
+    world["victim_metrics"][0]["name"] = copied
+
+    class Three(ScriptedModel):
+        def answer(self, text, title):
+            if title == "ThreeValues":
+                return {"values": [copied, "pod_restarts_per_min", "oom_kills_total"]}  # the copy first
+            if title == "OneText" and "`name` of `domain.victim_metrics[0]`" in text:
+                return {"text": copied}  # asked alone, the same again
+            return super().answer(text, title)
+
+    model = Three(world)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    names = [m["name"] for m in yaml.safe_load(candidate.files["domain.yaml"])["victim_metrics"]]
+    assert names[0] == "pod_restarts_per_min" and copied not in names
+    (ask,) = [a for a in model.asked if "Name three other values for its `name`" in a]
+    assert "copied from the worked example" in ask and f"'{copied}'" not in ask.split("each another than")[0]
+    assert not any(a.startswith("Your `domain.victim_metrics[0]` has problems") for a in model.asked)
+
+
 def test_a_copied_reading_name_is_asked_for_alone_as_the_identifier_its_field_wants(llm, world):
     from openadapt.designer.family_design import pick_example
 

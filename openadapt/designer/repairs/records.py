@@ -140,6 +140,66 @@ class RecordRepairs(RepairBase):
         self.progress("chose", self._attempt, f"{at.removeprefix('domain.')}: {shown}")
         return True
 
+    def _rename_listed(self, problem: DomainProblem, done: set[str]) -> bool:
+        """The name of an item that is no key (`victim_metrics[0].name`), copied from the worked example or
+        repeating another, and still wrong once asked for alone (`_reword`), is chosen among three new names the
+        model gives at once, hotter, under the field's own pattern: the first that clears the problem is kept.
+        The SIEM's victim metric came back as the web-service examples' `error_rate_pct` asked alone and rewritten
+        whole, round after round (2026-12-05)."""
+        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(name|id)$", problem.path)
+        if not match or not (is_copy(problem.message) or "already used by" in problem.message
+                             or " repeats " in problem.message):
+            return False
+        i, key = int(match.group(2)), match.group(3)
+        if self._family.domain.KEYS.get(match.group(1)) == key:
+            return False  # a key: renamed everywhere it is used (`_rename_if_key`)
+        item = next((p for p in self._pieces if p.field == match.group(1) and p.index == i and not p.keys
+                     and p.value is not None), None)
+        piece = item or next((p for p in self._pieces if p.field == match.group(1) and p.index is None
+                              and not p.keys and p.value is not None and "items" in p.model.model_fields), None)
+        if piece is None or problem.path in done:
+            return piece is not None
+        done.add(problem.path)
+        data = piece.value.model_dump()
+        records = [data] if item else data["items"]
+        i = 0 if item else i
+        record_model = piece.model if item else list_item_model(piece.model.model_fields["items"].annotation)
+        if record_model is None or i >= len(records) or key not in record_model.model_fields:
+            return False
+        info = record_model.model_fields[key]
+        siblings = [p.value.model_dump() for p in self._pieces if item and p.field == item.field and p is not item
+                    and p.index is not None and not p.keys and p.value is not None]
+        old, taken = records[i][key], [r[key] for j, r in enumerate(records + siblings) if j != i and key in r]
+        if any(other is not piece and other.value is not None and json.dumps(old) in other.value.model_dump_json()
+               for other in self._pieces):
+            return False  # named elsewhere: renamed here alone, a reference would dangle
+        three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
+                                                    Field(min_length=3, max_length=3)))
+        shown = {f: v for f, v in records[i].items() if f != key and isinstance(v, str | int | float)}
+        try:
+            values = self._session.ask_aside(
+                f"{self._world_so_far()}`{problem.path}` is wrong: {unquoted(problem.message)}. The record: "
+                f"{json.dumps(shown, ensure_ascii=False)}. Name three other values for its `{key}` as JSON "
+                f"{{\"values\": [...]}}, each another than every one of {json.dumps([old, *taken])}. `{key}`: "
+                f"{without_examples(info.description or '')}", three, max_tokens=120,
+                schema=bounded(three.model_json_schema()), temperature=REPEAT_TEMPERATURE).values
+        except (ReplyError, ValidationError):
+            return False
+        before = piece.value
+        for new in dict.fromkeys(v.strip() for v in values):
+            if new == old or new in taken:
+                continue
+            records[i][key] = new
+            try:
+                piece.value = piece.model.model_validate(data)
+            except ValidationError:
+                continue
+            if not any(p.path == problem.path for p in self._check()):
+                self.progress("chose", self._attempt, f"{problem.path.removeprefix('domain.')}: {old!r} -> {new!r}")
+                return True
+        piece.value = before
+        return False
+
     def _drop_surplus(self, problem: DomainProblem) -> bool:
         """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
         equal) is dropped where the list has more records than its schema needs: nothing is lost, and no request
