@@ -1,5 +1,5 @@
 """Per family (its first example domain): the in-process step time, the warm sandbox validation time, and the
-oracle / heuristic / random solve rate per tier on held-out seeds.
+oracle / heuristic / random solve rate per tier on held-out seeds, and the oracle's steps per episode.
 
     python benchmarks/families.py                 # every family, 200 episodes per tier and policy
     python benchmarks/families.py --episodes 50 --only diagnosis,querying
@@ -65,9 +65,14 @@ def main() -> None:
             print(f"held-out seeds {EVAL_SEED_START}-{EVAL_SEED_START + args.episodes - 1}; solve rate / mean return")
             print("| policy | " + " | ".join(f"ECI {t}" for t in range(1, 6)) + " |")
             print("|---|" + "---|" * 5)
+            steps = ""
             for policy in ("oracle", "heuristic", "random"):
                 tiers = evaluate(pkg, policy, range(1, 6), args.episodes).tiers
                 print(f"| {policy} | " + " | ".join(f"{t.solve_rate:.3f} / {t.mean_return:.3f}" for t in tiers) + " |")
+                if policy == "oracle":
+                    steps = " / ".join(f"{t.mean_steps:.1f}" for t in tiers)
+            # the shortest honest episode's length: what a solver must get right in a row before any reward
+            print(f"oracle steps per episode, ECI 1-5: {steps}")
 
 
 if __name__ == "__main__":
