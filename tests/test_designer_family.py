@@ -237,6 +237,31 @@ def test_a_name_copied_from_the_worked_example_is_renamed_everywhere(llm, world)
     assert ENTITY_NAME.match("domain.components[0].name") and not ENTITY_NAME.match("domain.faults[0].metrics[0].name")
 
 
+def test_a_copied_name_renamed_to_the_same_name_numbered_is_asked_once_more_hotter(llm, world):
+    # the packaging supplier, 2026-12-05: asked to rename the freight example's persona 'rate_hawk', the 1.5B
+    # answered 'rate_hawk2', refused as the same name numbered, and the copy stayed to the end
+    names = [c["name"] for c in world["components"][:6]]
+    copied = [n if n != "payments-postgres" else "wt-01" for n in names]
+    world["components"] = [{**c, "name": "wt-01"} if c["name"] == "payments-postgres" else
+                           {**c, "depends_on": ["wt-01" if d == "payments-postgres" else d
+                                                for d in c["depends_on"]]} for c in world["components"]]
+
+    class Numbers(ScriptedModel):
+        def answer(self, text, title):
+            if "The name 'wt-01' of `components`" in text:
+                return {"name": "edge-router" if "is taken or the same name numbered" in text else "wt-02"}
+            return super().answer(text, title)
+
+    model = Numbers(world, break_once={"domain.components.keys": copied})
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    asked = [r for r in llm.requests if "The name 'wt-01' of `components`" in r["messages"][-1]["content"]]
+    assert len(asked) == 2 and asked[1].get("temperature", 0) > asked[0].get("temperature", 0)
+    domain = candidate.files["domain.yaml"]
+    assert "wt-0" not in domain and domain.count("edge-router") >= 2  # the item and who depends on it
+
+
 def test_a_task_no_family_fits_is_a_clear_answer(llm, world):
     llm.responder = ScriptedModel(world, fits={})  # every family scores 2
     designer = FamilyDomainDesigner(LLMClient(config(llm)), "poems", "Train an agent to compose sonnets",

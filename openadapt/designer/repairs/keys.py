@@ -31,19 +31,26 @@ class KeyRepairs(RepairBase):
             return True  # renamed since the check (a key with two problems): the next round's check sees it anew
         single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
         taken = ", ".join(keys_piece.value.items)
-        try:
-            new = self._session.ask(f"The name {old!r} of `{list_name}` item {index + 1} is wrong: {problem.message}."
-                                    f" Write a new one as JSON {{\"name\": ...}}, different from: {taken}.",
-                                    single, max_tokens=60).name
-        except (ReplyError, ValidationError):
-            return False
         keys = keys_piece.value.items
         # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
         # a key of its own is renamed everywhere it is used (the item and every reference to it).
         shared = keys.count(old) > 1
         copy = shared or "numbered copies" in problem.message or "copied from the worked example" in problem.message
-        if new.lower() in {k.lower() for k in keys} or (copy and key_base(new) == key_base(old)):
-            return False  # taken, or a numbered copy of the shared key ('pump_fails_2'): no new thing
+        said = ""
+        for tries in range(2):  # once more, hotter and reseeded, when the answer is taken or the old one numbered
+            ask = (f"{said}The name {old!r} of `{list_name}` item {index + 1} is wrong: {problem.message}. Write a "
+                   f"new one as JSON {{\"name\": ...}}, different from: {taken}.")
+            try:
+                new = (self._session.ask(ask, single, max_tokens=60) if not tries else self._session.ask_aside(
+                    f"{self._world_so_far()}{ask}", single, max_tokens=60, temperature=REPEAT_TEMPERATURE,
+                    reseed=tries)).name
+            except (ReplyError, ValidationError):
+                return False
+            if new.lower() not in {k.lower() for k in keys} and not (copy and key_base(new) == key_base(old)):
+                break
+            said = f"{new!r} is taken or the same name numbered. "  # the supplier's 'rate_hawk' -> 'rate_hawk2'
+        else:
+            return False
         keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k
                                                    for i, k in enumerate(keys)])
         item = [p for p in self._pieces if p.field == list_name and p.index == index]
