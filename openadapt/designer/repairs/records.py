@@ -101,12 +101,16 @@ class RecordRepairs(RepairBase):
         done.add(at)
         choices = [c.strip() for c in defined.group(2).split(",")]
         what = defined.group(1)
-        if many:
+        if many:  # not what the item's other lists of such names hold (a scenario escalates or defers a category)
+            used = {v for f, other in holder.items() if f != key and isinstance(other, list) for v in other
+                    if isinstance(v, str)}
+            choices = [c for c in choices if c not in used] or choices
             owner_model = list_item_model(piece.model.model_fields["items"].annotation) if whole else piece.model
             info = owner_model.model_fields[name]
             least = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
-            most = min(len(choices), next((m.max_length for m in info.metadata
-                                           if getattr(m, "max_length", None) is not None), len(choices)))
+            # as many as it named (asked for up to the schema's most, the helpdesk's 1.5B listed the first six)
+            most = min(len(choices), max(least, len(value)), next(
+                (m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), len(choices)))
             if least > most:
                 return False
             wrong = [v for v in value if v not in choices]
