@@ -101,6 +101,10 @@ class RecordRepairs(RepairBase):
         done.add(at)
         choices = [c.strip() for c in defined.group(2).split(",")]
         what = defined.group(1)
+        if sub is not None:  # not what its siblings name (a supplier offers an item once: the warehouse's 1.5B
+            # chose 'inventory' for all eight offers of three suppliers)
+            taken = {r.get(sub) for j, r in enumerate(records) if j != int(k) and isinstance(r, dict)}
+            choices = [c for c in choices if c not in taken] or choices
         if many:  # not what the item's other lists of such names hold (a scenario escalates or defers a category)
             used = {v for f, other in holder.items() if f != key and isinstance(other, list) for v in other
                     if isinstance(v, str)}
