@@ -99,7 +99,7 @@ class RecordRepairs(RepairBase):
         if at in done:  # one request per reference (per list of them) and round
             return True
         done.add(at)
-        choices = [c.strip() for c in defined.group(2).split(",")]
+        choices = known = [c.strip() for c in defined.group(2).split(",")]
         what = defined.group(1)
         if sub is not None:  # not what its siblings name (a supplier offers an item once: the warehouse's 1.5B
             # chose 'inventory' for all eight offers of three suppliers)
@@ -117,7 +117,7 @@ class RecordRepairs(RepairBase):
                 (m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), len(choices)))
             if least > most:
                 return False
-            wrong = [v for v in value if v not in choices]
+            wrong = [v for v in value if v not in known]
             answer = {"type": "array", "items": {"type": "string", "enum": choices}, "minItems": least,
                       "maxItems": most}
             ask = (f"`{at}` names {what} values that are not defined: {json.dumps(wrong)}. Choose its `{name}` "
