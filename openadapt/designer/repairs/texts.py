@@ -212,7 +212,6 @@ class TextRepairs(RepairBase):
         self.progress("rewrote", self._attempt, f"{problem.path.removeprefix('domain.')}{left}")
         return True
 
-
     def _replace_repeat(self, problem: DomainProblem, piece: typing.Any, line: int | None) -> bool:
         """A line of a list of lines that repeats another and came back as a line already there each time it was
         asked for alone is dropped, and the list topped up one new line at a time if it is then too short (that
