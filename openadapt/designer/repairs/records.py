@@ -70,12 +70,7 @@ class RecordRepairs(RepairBase):
         if not match or not defined or defined.group(2) == "none":
             return False
         i = int(match.group(2))
-        piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == i
-                      and p.value is not None), None)
-        whole = piece is None  # a list written as one piece (no keys): its item i
-        if whole:
-            piece = next((p for p in self._pieces if p.field == match.group(1) and p.index is None and not p.keys
-                          and p.value is not None and "items" in p.model.model_fields), None)
+        piece, whole = self._holder_of(match.group(1), i)
         if piece is None:
             return False
         name, k, sub = match.group(3), match.group(4), match.group(5)
@@ -161,10 +156,8 @@ class RecordRepairs(RepairBase):
         i, key = int(match.group(2)), match.group(3)
         if self._family.domain.KEYS.get(match.group(1)) == key:
             return False  # a key: renamed everywhere it is used (`_rename_if_key`)
-        item = next((p for p in self._pieces if p.field == match.group(1) and p.index == i and not p.keys
-                     and p.value is not None), None)
-        piece = item or next((p for p in self._pieces if p.field == match.group(1) and p.index is None
-                              and not p.keys and p.value is not None and "items" in p.model.model_fields), None)
+        piece, whole = self._holder_of(match.group(1), i)
+        item = None if whole else piece
         if piece is None or problem.path in done:
             return piece is not None
         done.add(problem.path)
@@ -181,17 +174,13 @@ class RecordRepairs(RepairBase):
         if any(other is not piece and other.value is not None and json.dumps(old) in other.value.model_dump_json()
                for other in self._pieces):
             return False  # named elsewhere: renamed here alone, a reference would dangle
-        three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
-                                                    Field(min_length=3, max_length=3)))
         shown = {f: v for f, v in records[i].items() if f != key and isinstance(v, str | int | float)}
-        try:
-            values = self._session.ask_aside(
-                f"{self._world_so_far()}`{problem.path}` is wrong: {unquoted(problem.message)}. The record: "
-                f"{json.dumps(shown, ensure_ascii=False)}. Name three other values for its `{key}` as JSON "
-                f"{{\"values\": [...]}}, each another than every one of {json.dumps([old, *taken])}. `{key}`: "
-                f"{without_examples(info.description or '')}", three, max_tokens=120,
-                schema=bounded(three.model_json_schema()), temperature=REPEAT_TEMPERATURE).values
-        except (ReplyError, ValidationError):
+        values = self._three_values(
+            f"`{problem.path}` is wrong: {unquoted(problem.message)}. The record: "
+            f"{json.dumps(shown, ensure_ascii=False)}. Name three other values for its `{key}` as JSON "
+            f"{{\"values\": [...]}}, each another than every one of {json.dumps([old, *taken])}. `{key}`: "
+            f"{without_examples(info.description or '')}", info)
+        if values is None:
             return False
         before = piece.value
         for new in dict.fromkeys(v.strip() for v in values):
@@ -207,6 +196,29 @@ class RecordRepairs(RepairBase):
                 return True
         piece.value = before
         return False
+
+    def _holder_of(self, field: str, index: int) -> tuple[typing.Any, bool]:
+        """The piece that holds item `index` of the list `field`, and whether it is the whole list written as one
+        piece (then the item is `value.items[index]`); (None, False) when neither is written."""
+        item = next((p for p in self._pieces if p.field == field and p.index == index and not p.keys
+                     and p.value is not None), None)
+        if item is not None:
+            return item, False
+        whole = next((p for p in self._pieces if p.field == field and p.index is None and not p.keys
+                      and p.value is not None and "items" in p.model.model_fields), None)
+        return whole, whole is not None
+
+    def _three_values(self, instruction: str, info: typing.Any) -> list[str] | None:
+        """Three values for a short field at once, aside and hotter, each under the field's own bounds and pattern
+        (of three, one is likely another than the one a small model keeps writing); None if no usable answer."""
+        three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
+                                                    Field(min_length=3, max_length=3)))
+        try:
+            return self._session.ask_aside(f"{self._world_so_far()}{instruction}", three, max_tokens=120,
+                                           schema=bounded(three.model_json_schema()),
+                                           temperature=REPEAT_TEMPERATURE).values
+        except (ReplyError, ValidationError):
+            return None
 
     def _drop_surplus(self, problem: DomainProblem) -> bool:
         """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
@@ -320,15 +332,11 @@ class RecordRepairs(RepairBase):
         if info.annotation is not str or not any(getattr(m, "max_length", 999) <= 60 for m in info.metadata):
             return False
         old = getattr(record, field)
-        three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
-                                                    Field(min_length=3, max_length=3)))
-        try:
-            values = self._session.ask_aside(
-                f"{self._world_so_far()}`{at}` is {record.model_dump_json()}. Its `{field}` stays wrong: "
-                f"{'; '.join(wrong[:3])}. Name three other values for `{field}` as JSON {{\"values\": [...]}}, each "
-                f"another than {old!r}. `{field}`: {info.description or ''}", three, max_tokens=120,
-                schema=bounded(three.model_json_schema()), temperature=REPEAT_TEMPERATURE).values
-        except (ReplyError, ValidationError):
+        values = self._three_values(
+            f"`{at}` is {record.model_dump_json()}. Its `{field}` stays wrong: {'; '.join(wrong[:3])}. Name three "
+            f"other values for `{field}` as JSON {{\"values\": [...]}}, each another than {old!r}. `{field}`: "
+            f"{info.description or ''}", info)
+        if values is None:
             return False
         data = record.model_dump()
         for new in dict.fromkeys(v.strip() for v in values):
