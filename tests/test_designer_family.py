@@ -587,6 +587,20 @@ def test_an_example_name_given_back_numbered_is_still_a_copy():
     assert "domain.components[6].name" in {p.path for p in copied_from_example(draft, wind)}
 
 
+def test_a_reports_kpi_code_and_metric_field_copied_from_the_worked_example_are_copies():
+    # the daily sales report, 2026-12-05: published with the warehouse example's report `weekly_throughput` and KPI
+    # `net_stock_change`, because only `name` and `id` were read as an entity's name
+    example = get_family("report").load_example("weekly_warehouse_report")
+    draft = example.model_dump(mode="json")
+    copies = {p.path for p in copied_from_example(draft, example)}
+    assert {"domain.report_types[0].code", "domain.kpis[0].code", "domain.metrics[0].field"} <= copies
+    draft["report_types"][0]["code"] = "daily_sales"
+    draft["kpis"][0]["code"] = "average_basket"
+    draft["metrics"][0]["field"] = "gross_sales"
+    copies = {p.path for p in copied_from_example(draft, example)}
+    assert not {"domain.report_types[0].code", "domain.kpis[0].code", "domain.metrics[0].field"} & copies
+
+
 class _Repair(BaseModel):
     note: str = Field(description="what to do, e.g. 'the coil iced over: thaw it first (thaw_the_coil).'")
     fix: str = Field(description="the fix the note names")

@@ -595,10 +595,28 @@ def test_a_text_restating_the_task_about_an_ai_agent_is_a_problem_outside_a_role
     from openadapt.families.negotiation.domain import NegotiationDomain
 
     data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
-    data["subjects"][1] = "An AI agent is tasked with negotiating price and delivery terms with a packaging supplier"
+    summary = data["summary"]
+    data["summary"] = "An AI agent is tasked with negotiating price and delivery terms with a packaging supplier."
     data["agent_role"] = "an AI agent buying packaging for a bakery"
     problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
-    assert "speaks of the agent being trained" in problems["domain.subjects[1]"]
+    assert "speaks of the agent being trained" in problems["domain.summary"]
     assert "domain.agent_role" not in problems  # the agent's role may say what the agent is
-    data["subjects"][1] = "an order of 20,000 corrugated cartons (double wall, 40 x 30 x 30 cm) for the spring range"
+    data["summary"] = summary
     assert not NegotiationDomain.model_validate(data).problems()
+
+
+def test_a_subject_is_a_noun_phrase_said_mid_sentence_and_a_capital_article_is_tidied():
+    # the same run's subjects restated the task as a sentence; the messages say a subject mid-sentence
+    # ('your enquiry about {subject}'), so it starts with a lower-case article, which the grammar then enforces
+    from pydantic import ValidationError
+
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    data["subjects"][1] = "An AI agent is tasked with negotiating price and delivery terms with a packaging supplier"
+    with pytest.raises(ValidationError, match="subjects.1"):
+        NegotiationDomain.model_validate(data)
+    data["subjects"][1] = "An order of 20,000 corrugated cartons (double wall) for the spring range"
+    tidied = NegotiationDomain.tidy(data)
+    assert tidied["subjects"][1] == "an order of 20,000 corrugated cartons (double wall) for the spring range"
+    assert not NegotiationDomain.model_validate(tidied).problems()

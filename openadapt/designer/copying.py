@@ -12,8 +12,11 @@ from pydantic import BaseModel
 from openadapt.designer.pieces import is_model
 from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, key_base, phrases
 
-# The name of a top-level entity (domain.components[3].name, domain.faults[0].id): what a copied world shows.
-ENTITY_NAME = re.compile(r"^domain\.\w+\[\d+\]\.(name|id)$")
+# The fields that name a top-level entity (domain.components[3].name, domain.faults[0].id, a report's
+# domain.kpis[0].code and domain.metrics[1].field): what a copied world shows. A daily sales report published with
+# the warehouse example's KPI `net_stock_change` and report `weekly_throughput` when only name|id were read.
+NAME_FIELDS = "name|id|code|field"
+ENTITY_NAME = re.compile(rf"^domain\.\w+\[\d+\]\.({NAME_FIELDS})$")
 
 
 def copied_from_example(data: dict[str, Any], example: Domain, others: list[Domain] = (),

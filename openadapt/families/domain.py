@@ -155,8 +155,8 @@ class Domain(DomainPart):
         "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "
         "refrigeration', 'University course timetabling'). Never a generic word like 'system' or 'domain'."))
     summary: str = Field(min_length=30, max_length=700, description=(
-        "Two or three sentences for the agent's briefing: the setting, who the agent is, and what it must "
-        "achieve. Concrete and specific to this world."))
+        "Two or three sentences for the agent's briefing: the setting, the job the agent does there (named as "
+        "the people of this world name it), and what it must achieve. Concrete and specific to this world."))
 
     # ---- drafts ------------------------------------------------------------------------------------------
     @classmethod

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.copying import is_copy, unquoted
+from openadapt.designer.copying import NAME_FIELDS, is_copy, unquoted
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
@@ -149,7 +149,7 @@ class RecordRepairs(RepairBase):
         model gives at once, hotter, under the field's own pattern: the first that clears the problem is kept.
         The SIEM's victim metric came back as the web-service examples' `error_rate_pct` asked alone and rewritten
         whole, round after round (2026-12-05)."""
-        match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(name|id)$", problem.path)
+        match = re.match(rf"^domain\.(\w+)\[(\d+)\]\.({NAME_FIELDS})$", problem.path)
         if not match or not (is_copy(problem.message) or "already used by" in problem.message
                              or " repeats " in problem.message):
             return False

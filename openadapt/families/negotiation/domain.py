@@ -11,6 +11,7 @@ Everything the agent reads (names, units, phrases, replies, tells) comes from th
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
@@ -37,6 +38,12 @@ MIN_THEIR_SHARE = 0.3  # the least share of a term's range the agent's strictest
 ZOPA_MARGIN = 0.10  # the counterpart's utility of the agent's strictest limits must exceed its reservation by this
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]  # one sentence or two
 Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
+# A deal, as the messages say it mid-sentence ('your enquiry about {subject}'): a noun phrase after a lower-case
+# article. The packaging supplier's 1.5B restated the task there ('An AI agent is tasked with negotiating ...').
+# The pattern bounds its own length (llama.cpp's grammars ignore maxLength beside a pattern) and keeps to one line.
+Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=200,
+                                           pattern=r"^(a|an|the) [^ \n][^\n]{8,190}$")]
+_ARTICLE = re.compile(r"^(A|An|The) ")
 
 
 class HiddenConstraint(DomainPart):
@@ -197,9 +204,10 @@ class NegotiationDomain(Domain):
     counterparts: list[Line] = Field(min_length=2, max_length=12, description=(
         "Names of the people the agent may face, with their organisation, e.g. 'Jonas Weber (Hartmann "
         "Elektronik)'. At least two, so that the seed varies who writes."))
-    subjects: list[Line] = Field(min_length=2, max_length=12, description=(
-        "What one episode negotiates, specific to this world, e.g. 'an order of 5,000 DC-DC converter modules "
-        "(part VX-240) for the Q3 inverter build'. At least two, so that the seed varies the deal."))
+    subjects: list[Subject] = Field(min_length=2, max_length=12, description=(
+        "What one episode negotiates, specific to this world: a noun phrase that starts with 'a', 'an' or 'the' "
+        "and fits 'your enquiry about ...', e.g. 'an order of 5,000 DC-DC converter modules (part VX-240) for the "
+        "Q3 inverter build'. At least two, so that the seed varies the deal."))
     issues: list[Issue] = Field(min_length=3, max_length=6, description=(
         "The terms under negotiation, three to six: the value of a negotiation is in trading terms the two sides "
         "weigh differently, and on adversarial tiers one term becomes a red herring, which must leave at least "
@@ -223,8 +231,12 @@ class NegotiationDomain(Domain):
         until it does, its width kept (never below 0.05): the 1.5B cannot work utilities out, and all three of
         the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40. Where three or more
         personas all weigh one term highest, the last one's two highest weights change places (the supplier's 1.5B
-        gave all three the worked example's weights): the check asks two different top priorities."""
+        gave all three the worked example's weights): the check asks two different top priorities. A subject's
+        capitalised first article is lower-cased (it is said mid-sentence)."""
         data = dict(data)
+        if isinstance(data.get("subjects"), list):  # a subject is said mid-sentence: 'An order' -> 'an order'
+            data["subjects"] = [_ARTICLE.sub(lambda m: m.group(1).lower() + " ", s.strip()) if isinstance(s, str)
+                                else s for s in data["subjects"]]
         if not isinstance(data.get("issues"), list):
             return data
         data["issues"] = [_tidy_issue(i) if isinstance(i, dict) else i for i in data["issues"]]
