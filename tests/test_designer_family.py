@@ -188,6 +188,8 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     opening = victims[0]["messages"][1]["content"]
     brief = "1. Crash loop: check the pod's events; you see BackOff restarting failed container."
     assert brief in opening and opening.index(brief) < opening.index("Here is a worked example")
+    # the task's mechanic as whole sentences (run together, the 1.5B wrote it into a summary as it stood)
+    assert "names the broken workload and its fix. It succeeds when the workload is healthy again.\n" in opening
     assert provenance["attempts"][0]["notes"]["brief"].startswith(brief)
 
 

@@ -173,6 +173,12 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]{4,}", text.lower()))
 
 
+def _sentence(text: str) -> str:
+    """`text` ending as a sentence does."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
 def pick_example(task: str, family: Family) -> tuple[Domain, dict[str, Any]]:
     """The worked example, and how it was picked: of the family's own examples (a seed package's domain only
     where the family has none), the one that shares the fewest of the task's words (ties by name), so that it is
@@ -293,8 +299,11 @@ class FamilyDomainDesigner(PieceRepairs):
         family, example = self._family, self._example
         expert = (f"What an expert of this world says about it (write this world from it, never from the "
                   f"example's):\n{brief}\n\n" if brief else "")
-        context = (f"The task:\n> {self.task}\n\nIts world: {choice.mechanic.world}. The agent "
-                   f"{choice.mechanic.agent_does} It succeeds when {choice.mechanic.succeeds_when}\n\n{expert}"
+        mechanic = choice.mechanic
+        # whole sentences: run together ('The agent diagnose failing irrigation pumps It succeeds when ...'), the
+        # 1.5B wrote them into the pumps' summary as they stood
+        context = (f"The task:\n> {self.task}\n\nIts world: {_sentence(mechanic.world)} The agent "
+                   f"{_sentence(mechanic.agent_does)} It succeeds when {_sentence(mechanic.succeeds_when)}\n\n{expert}"
                    f"You will write the domain of a `{family.name}` environment ({family.summary}) for this task, "
                    "one piece at a time. Every name and text must belong to the task's world. Here is a worked "
                    f"example of a domain of the same family for ANOTHER world (never copy its names or texts):\n"
