@@ -19,10 +19,10 @@ from openadapt.designer.copying import ENTITY_NAME, copied_from_example
 from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
-from openadapt.designer.pieces import drop_repeated_prose, plan_pieces, thin_repeats
+from openadapt.designer.pieces import cut_rambles, drop_repeated_prose, plan_pieces, thin_repeats
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
-from openadapt.families.domain import DomainError, DomainProblem, iter_texts
+from openadapt.families.domain import DomainError, DomainProblem, iter_texts, without_tasked
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
 KEY = "sk-test-FAMILY-8e21"
@@ -603,6 +603,31 @@ def test_a_reports_kpi_code_and_metric_field_copied_from_the_worked_example_are_
     assert not {"domain.report_types[0].code", "domain.kpis[0].code", "domain.metrics[0].field"} & copies
 
 
+def test_a_terms_label_copied_from_the_worked_example_is_a_copy_unless_made_of_the_tasks_words():
+    # the packaging supplier, 2026-12-05: its terms renamed from the freight example's ids kept the labels
+    # 'linehaul rate' and 'fuel surcharge'
+    example = get_family("negotiation").load_example("freight_rate")
+    draft = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    task = "Train an agent to negotiate price and delivery terms with a packaging supplier by email"
+    draft["issues"][0]["label"], draft["issues"][1]["label"] = "linehaul rate", "fuel surcharge"
+    draft["issues"][2]["label"] = "free waiting time"
+    copies = {p.path for p in copied_from_example(draft, example, task=task)}
+    assert {"domain.issues[0].label", "domain.issues[1].label", "domain.issues[2].label"} <= copies
+    draft["issues"][2]["label"] = "delivery terms"  # the example's 'free waiting time' aside, the task's own words
+    example_data = example.model_dump(mode="json")
+    example_data["issues"][2]["label"] = "delivery terms"
+    copies = {p.path for p in copied_from_example(draft, type(example).model_validate(example_data), task=task)}
+    assert "domain.issues[2].label" not in copies and "domain.issues[0].label" in copies
+
+
+def test_the_tasks_phrase_is_tasked_with_is_said_as_a_job():
+    # the packaging supplier's summary, in every rewrite: 'The agent is tasked with negotiating ...'
+    assert without_tasked("The agent is tasked with negotiating price.") == "The agent's job is negotiating price."
+    assert without_tasked("a buyer who is tasked with renewals") == "a buyer who is tasked with renewals"
+    drafted = cut_rambles({"summary": "A bakery buys boxes. The agent is tasked with negotiating their price."})
+    assert drafted["summary"] == "A bakery buys boxes. The agent's job is negotiating their price."
+
+
 class _Repair(BaseModel):
     note: str = Field(description="what to do, e.g. 'the coil iced over: thaw it first (thaw_the_coil).'")
     fix: str = Field(description="the fix the note names")
@@ -655,11 +680,15 @@ def test_a_negotiation_reply_in_its_fields_general_form_is_no_copy_but_a_deal_fr
     data["messages"]["final"][0] = "This is as far as I can go: {offer}."
     data["subjects"][0] = "an order of 5,000 DC-DC converter modules (part VX-240) for the Q3 inverter build"
     data["messages"]["walk_away"][0] = "I don't think we will get there this time."  # a form, apostrophe and all
-    # an apostrophe inside a word does not end the description's quoted example (the supplier's three personas
-    # all took this one, unflagged)
+    # a persona's style tell in its description's words is a kind of counterpart any deal has (Persona.FORMS)
     data["personas"][1]["style_tells"][0] = "We don't really do discounts on list prices."
-    assert [p.path for p in described_texts(data, family.domain)] == ["domain.subjects[0]",
-                                                                        "domain.personas[1].style_tells[0]"]
+    assert [p.path for p in described_texts(data, family.domain)] == ["domain.subjects[0]"]
+    # an apostrophe inside a word does not end a description's quoted example
+    from openadapt.designer.copying import _QUOTED_TEXT
+    from openadapt.families.negotiation.domain import Persona
+
+    tells = Persona.model_fields["style_tells"].description
+    assert _QUOTED_TEXT.findall(tells) == ["We don't really do discounts on list prices."]
 
 
 def test_a_descriptions_example_with_a_word_changed_is_a_copy_unless_its_words_are_the_tasks():
@@ -2022,3 +2051,16 @@ def test_a_line_asked_for_again_is_not_shown_its_siblings_that_copied_too(llm, w
     assert all(own in a for a in asks)  # a sibling of its own is still one to differ from
     lines = yaml.safe_load(candidate.files["domain.yaml"])["noise_lines"]
     assert first not in lines and second not in lines and own in lines
+
+
+def test_a_personas_description_and_style_tell_in_their_fields_general_form_are_no_copy():
+    # the packaging supplier, 2026-12-05: three attempts ended on a persona 'A sales manager judged on margin:
+    # concedes slowly, cares about price above all', the description's own example, which fits any deal
+    negotiation = get_family("negotiation")
+    example = negotiation.load_example("freight_rate")
+    draft = negotiation.load_example("supplier_email").model_dump(mode="json")
+    draft["personas"][0]["description"] = ("A sales manager judged on margin: concedes slowly, cares about price "
+                                           "above all")
+    draft["personas"][1]["style_tells"][0] = "We don't really do discounts on list prices."
+    found = {p.path for p in copied_from_example(draft, example)}
+    assert not {"domain.personas[0].description", "domain.personas[1].style_tells[0]"} & found

@@ -13,9 +13,10 @@ from openadapt.designer.pieces import is_model
 from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, key_base, phrases
 
 # The fields that name a top-level entity (domain.components[3].name, domain.faults[0].id, a report's
-# domain.kpis[0].code and domain.metrics[1].field): what a copied world shows. A daily sales report published with
-# the warehouse example's KPI `net_stock_change` and report `weekly_throughput` when only name|id were read.
-NAME_FIELDS = "name|id|code|field"
+# domain.kpis[0].code and domain.metrics[1].field, a term's domain.issues[0].label): what a copied world shows. A
+# daily sales report published with the warehouse example's KPI `net_stock_change` and report `weekly_throughput`
+# when only name|id were read; a packaging supplier's terms were labelled 'linehaul rate' and 'fuel surcharge'.
+NAME_FIELDS = "name|id|code|field|label"
 ENTITY_NAME = re.compile(rf"^domain\.\w+\[\d+\]\.({NAME_FIELDS})$")
 
 
@@ -48,9 +49,13 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     shared = [set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(o))) for o in others]
     family_templates = (set.intersection(*shared) if shared else set()) | _rare_runs(described, everyones)
     theirs_templates = set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(example))) - family_templates
+    # A name made only of the task's own words is this world's too, whoever else has it (a packaging supplier's
+    # 'payment terms', a database of orders' `orders`): the fidelity rubric's own rule (docs/designer.md).
+    task_words = set(_words(task))
     problems = []
     for path, value in _iter_json_texts(data):
-        if ENTITY_NAME.match(path) and (value.lower() in theirs_names or key_base(value) in theirs_bases):
+        if (ENTITY_NAME.match(path) and (value.lower() in theirs_names or key_base(value) in theirs_bases)
+                and not (task_words and set(_words(value.replace("_", " "))) <= task_words | _SHORT_WORDS)):
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: name this world's own"))
         elif _is_text(value) and value in theirs_texts:

@@ -14,7 +14,15 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, create_model
 
 from openadapt.families.base import Family
-from openadapt.families.domain import REPEATED_TEXT, Domain, is_debris, is_prose, iter_texts, without_foreign_tail
+from openadapt.families.domain import (
+    REPEATED_TEXT,
+    Domain,
+    is_debris,
+    is_prose,
+    iter_texts,
+    without_foreign_tail,
+    without_tasked,
+)
 
 EXAMPLE_ITEMS = 2  # items per list kept in the worked example shown to the model
 MAX_LIST_ITEMS = 8  # items a piece's lists may have (see `bounded`)
@@ -513,9 +521,10 @@ def _name_of(value: Any) -> str | None:
 def cut_rambles(value: Any) -> Any:
     """The draft with every text that breaks into another script mid-sentence cut back to its last full
     sentence (`without_foreign_tail`), and every text that goes round in a loop cut before its first repeated
-    clause (`without_loop`): both are a small model's ramble up to its length bound."""
+    clause (`without_loop`): both are a small model's ramble up to its length bound. The task's own phrase 'X is
+    tasked with' is said as 'X's job is' (`without_tasked`)."""
     if isinstance(value, str):
-        return without_loop(without_foreign_tail(value))
+        return without_tasked(without_loop(without_foreign_tail(value)))
     if isinstance(value, dict):
         return {k: cut_rambles(v) for k, v in value.items()}
     if isinstance(value, list):

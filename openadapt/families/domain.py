@@ -227,6 +227,14 @@ _SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
 # The task restated where the world's content belongs: the packaging supplier's 1.5B wrote subjects 'An AI agent
 # is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
 _META = re.compile(r"\bAI (agent|assistant|model)s?\b|\bis tasked with\b", re.IGNORECASE)
+_TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is tasked with\b", re.IGNORECASE)
+
+
+def without_tasked(text: str) -> str:
+    """'The agent is tasked with negotiating ...' as 'The agent's job is negotiating ...': the packaging
+    supplier's 1.5B wrote its summary so in every rewrite, told each time that it speaks of the agent being
+    trained."""
+    return _TASKED.sub(r"\1's job is", text)
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 

@@ -93,6 +93,11 @@ class Issue(DomainPart):
 
 
 class Persona(DomainPart):
+    # 'a sales manager judged on margin: concedes slowly ...' and 'We don't really do discounts on list prices.'
+    # are kinds of counterpart any deal has, no world's own: the packaging supplier's 1.5B wrote them as its
+    # personas, and three attempts ended on them called copies of another world.
+    FORMS = frozenset({"description", "style_tells"})
+
     id: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
         "Identifier of one kind of counterpart, e.g. 'margin_guardian', 'volume_chaser'."))
     description: str = Field(min_length=10, max_length=200, description=(
