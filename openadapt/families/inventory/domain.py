@@ -44,7 +44,8 @@ REASON_ALLOWED: tuple[str, ...] = ("location",)
 
 class Item(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
-        "Identifier the agent types to check or order this item, e.g. 'stretch_film_500mm', 'amoxicillin_500mg'."))
+        "The item's code in lower case with underscores, as this world writes it on the item's bin label, e.g. "
+        "'stretch_film_500mm', 'amoxicillin_500mg'. The agent types it to check or order the item."))
     name: str = Field(min_length=3, max_length=80, description=(
         "The item as staff call it, e.g. 'stretch wrap film, 500 mm x 300 m', 'amoxicillin 500 mg capsules'."))
     unit: str = Field(min_length=1, max_length=20, description=(
@@ -105,7 +106,8 @@ class Offer(DomainPart):
 
 class Supplier(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
-        "Identifier the agent types to order from this supplier or read its notices, e.g. 'northline_packaging'."))
+        "The supplier's short name in lower case with underscores, as this world's buyers write it, e.g. "
+        "'northline_packaging'. The agent types it to order from the supplier or read its notices."))
     name: str = Field(min_length=2, max_length=60, description="Its trading name, e.g. 'Northline Packaging Ltd'.")
     lead_time: int = Field(ge=1, le=7, description=(
         "Catalogue lead time in periods: an order placed in period d is promised for the start of period d + "
@@ -126,7 +128,7 @@ class Supplier(DomainPart):
 
 class Location(DomainPart):
     id: str = Field(min_length=2, max_length=40, pattern=IDENT, description=(
-        "Identifier of a storage location, e.g. 'bulk_racking', 'cold_room'."))
+        "The storage location's short name in lower case with underscores, e.g. 'bulk_racking', 'cold_room'."))
     name: str = Field(min_length=3, max_length=60, description="What staff call it, e.g. 'bulk racking, aisles 1-6'.")
     space_unit: str = Field(min_length=1, max_length=30, description=(
         "What its space is counted in, plural, e.g. 'pallet positions', 'shelf bins', 'units'."))
