@@ -239,9 +239,11 @@ def test_a_name_copied_from_the_worked_example_is_renamed_everywhere(llm, world)
     assert ENTITY_NAME.match("domain.components[0].name") and not ENTITY_NAME.match("domain.faults[0].metrics[0].name")
 
 
-def test_a_copied_name_renamed_to_the_same_name_numbered_is_asked_once_more_hotter(llm, world):
+@pytest.mark.parametrize("first", ["wt-02", "north-wt-01"])
+def test_a_copied_name_renamed_to_the_same_name_numbered_is_asked_once_more_hotter(llm, world, first):
     # the packaging supplier, 2026-12-05: asked to rename the freight example's persona 'rate_hawk', the 1.5B
-    # answered 'rate_hawk2', refused as the same name numbered, and the copy stayed to the end
+    # answered 'rate_hawk2', refused as the same name numbered, and the copy stayed to the end; the daily sales
+    # report's 'inventory_flow' came back 'weekly_inventory_flow', the old name with a word added
     names = [c["name"] for c in world["components"][:6]]
     copied = [n if n != "payments-postgres" else "wt-01" for n in names]
     world["components"] = [{**c, "name": "wt-01"} if c["name"] == "payments-postgres" else
@@ -251,7 +253,7 @@ def test_a_copied_name_renamed_to_the_same_name_numbered_is_asked_once_more_hott
     class Numbers(ScriptedModel):
         def answer(self, text, title):
             if "The name 'wt-01' of `components`" in text:
-                return {"name": "edge-router" if "is taken or the same name numbered" in text else "wt-02"}
+                return {"name": "edge-router" if "is taken, or the old name numbered" in text else first}
             return super().answer(text, title)
 
     model = Numbers(world, break_once={"domain.components.keys": copied})
@@ -569,6 +571,15 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     assert not any(".tools." in p.path for p in found)  # a record of names any world may use is not judged
 
 
+def test_a_name_extends_another_when_it_is_that_name_numbered_or_with_words_added():
+    from openadapt.families.domain import extends
+
+    assert extends("weekly_inventory_flow", "inventory_flow") and extends("inventory-flow-2", "inventory_flow")
+    assert extends("net_stock_change_yesterday", "net_stock_change") and extends("rate_hawk2", "rate_hawk")
+    assert not extends("inventory_count", "inventory_flow") and not extends("flow", "inventory_flow")
+    assert not extends("basket_size", "inventory_flow")
+
+
 def test_an_example_name_given_back_numbered_is_still_a_copy():
     # the packaging supplier, 2026-12-05: asked to rename the freight example's persona 'rate_hawk', the 1.5B
     # answered 'rate_hawk2'; a numbered name of the example is matched whole ('converter_2' is anyone's word)
@@ -863,7 +874,8 @@ def test_a_copied_name_still_copied_when_asked_alone_is_chosen_among_three_new_o
     class Three(ScriptedModel):
         def answer(self, text, title):
             if title == "ThreeValues":
-                return {"values": [copied, "pod_restarts_per_min", "oom_kills_total"]}  # the copy first
+                # the copy first, then the copy with a word added (passed by the check, kept only if nothing else)
+                return {"values": [copied, f"{copied}_now", "pod_restarts_per_min"]}
             if title == "OneText" and "`name` of `domain.victim_metrics[0]`" in text:
                 return {"text": copied}  # asked alone, the same again
             return super().answer(text, title)

@@ -329,6 +329,15 @@ def key_base(key: str) -> str:
     return re.sub(r"[-_. ]?\d+$", "", key.lower()).replace("-", "_")
 
 
+def extends(name: str, old: str) -> bool:
+    """Whether `name` is `old` numbered or with words added around it ('weekly_inventory_flow' and 'inventory_flow_2'
+    are 'inventory_flow'): asked to rename the warehouse example's copied report 'inventory_flow', the 1.5B
+    answered 'weekly_inventory_flow', and its title came back the example's three times running."""
+    words = [w for w in re.split(r"[-_. ]+", key_base(old)) if w]
+    have = [w for w in re.split(r"[-_. ]+", key_base(name)) if w]
+    return bool(words) and any(have[i:i + len(words)] == words for i in range(len(have) - len(words) + 1))
+
+
 def numbered_copies(names: list[str]) -> list[int]:
     """The indices of the names beyond the first half of a list that share one base (`key_base`) with more than
     half of it: ['pump-1' .. 'pump-6'] -> [3, 4, 5]; names that differ, or a few numbered ones, give []."""

@@ -11,7 +11,7 @@ from pydantic import ValidationError, create_model
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import Piece, list_item_model, replace_value, resized
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase
-from openadapt.families.domain import DomainProblem, key_base, numbered_copies
+from openadapt.families.domain import DomainProblem, extends, key_base, numbered_copies
 
 
 class KeyRepairs(RepairBase):
@@ -46,9 +46,12 @@ class KeyRepairs(RepairBase):
                     reseed=tries)).name
             except (ReplyError, ValidationError):
                 return False
-            if new.lower() not in {k.lower() for k in keys} and not (copy and key_base(new) == key_base(old)):
+            # The old name numbered is refused twice (the supplier's 'rate_hawk' -> 'rate_hawk2'); with words added
+            # once, then kept, which the check passes (the daily sales' 'inventory_flow' -> 'weekly_inventory_flow').
+            copied = extends(new, old) if not tries else key_base(new) == key_base(old)
+            if new.lower() not in {k.lower() for k in keys} and not (copy and copied):
                 break
-            said = f"{new!r} is taken or the same name numbered. "  # the supplier's 'rate_hawk' -> 'rate_hawk2'
+            said = f"{new!r} is taken, or the old name numbered or with words added. "
         else:
             return False
         keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k

@@ -15,7 +15,7 @@ from openadapt.designer.copying import NAME_FIELDS, is_copy, unquoted
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
-from openadapt.families.domain import DomainProblem
+from openadapt.families.domain import DomainProblem, extends
 
 
 class RecordRepairs(RepairBase):
@@ -183,7 +183,8 @@ class RecordRepairs(RepairBase):
         if values is None:
             return False
         before = piece.value
-        for new in dict.fromkeys(v.strip() for v in values):
+        # a name of its own before the old one with words added ('cases_received_today'), which the check passes
+        for new in sorted(dict.fromkeys(v.strip() for v in values), key=lambda v: extends(v, old)):
             if new == old or new in taken:
                 continue
             records[i][key] = new
@@ -339,7 +340,8 @@ class RecordRepairs(RepairBase):
         if values is None:
             return False
         data = record.model_dump()
-        for new in dict.fromkeys(v.strip() for v in values):
+        # a name of its own before the old one with words added ('cases_received_today'), which the check passes
+        for new in sorted(dict.fromkeys(v.strip() for v in values), key=lambda v: extends(v, old)):
             if new == old:
                 continue
             named = {k: v.replace(f"({old})", f"({new})") if isinstance(v, str) else v for k, v in data.items()}
