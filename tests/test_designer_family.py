@@ -2020,6 +2020,9 @@ def test_a_text_going_round_in_a_loop_is_cut_before_its_first_repeated_clause():
                                            "pressure is below setpoint, check if pump is running.")
     assert cut["summary"] == draft["summary"]  # nothing said twice: unchanged
     assert cut["faults"][0]["evidence"] == draft["faults"][0]["evidence"]  # a repeated list item is not a loop
+    # a short clause that comes again in a row (the packaging supplier's constraint, 2026-12-05)
+    reveal = "The rate is fixed. Anything else about this term? (Y/N) Y/N? Y/N? Y/N? Y{value} EUR per unit."
+    assert cut_rambles(reveal) == "The rate is fixed. Anything else about this term? (Y/N) Y/N?"
 
 
 def test_a_descriptions_phrase_with_a_number_in_it_is_never_accepted_as_this_worlds():

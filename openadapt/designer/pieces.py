@@ -541,14 +541,16 @@ def without_loop(text: str) -> str:
     running; if pump is running, check if pressure is below setpoint; if pressure is below setpoint, check if
     pump is running; ...' until the grammar's bound cut it mid-clause. Unchanged where nothing repeats."""
     seen: set[str] = set()
-    start = 0
+    start, last = 0, None
     for end in [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]:
         clause = " ".join(re.findall(r"[\w{}'%-]+", text[start:end].lower()))
-        if len(clause.split()) >= 3 and clause in seen:
+        # a clause loops when it comes twice in a row, the end of the one before it again: the supplier's
+        # constraint '... this term? (Y/N) Y/N? Y/N? Y/N? ...'
+        if (len(clause.split()) >= 3 and clause in seen) or (clause and last and f" {last}".endswith(f" {clause}")):
             kept = text[:start].rstrip()
             return kept[:-1] + "." if kept.endswith((";", ",")) else kept
         seen.add(clause)
-        start = end
+        start, last = end, clause
     return text
 
 
