@@ -601,6 +601,9 @@ def test_a_text_restating_the_task_about_an_ai_agent_is_a_problem_outside_a_role
     problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
     assert "speaks of the agent being trained" in problems["domain.summary"]
     assert "domain.agent_role" not in problems  # the agent's role may say what the agent is
+    data["summary"] = "The buyer is an AI that orders boxes for a bakery from its packaging supplier."
+    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    assert "('an AI')" in problems["domain.summary"]
     data["summary"] = summary
     assert not NegotiationDomain.model_validate(data).problems()
 

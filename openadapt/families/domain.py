@@ -226,8 +226,8 @@ class Domain(DomainPart):
 _SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
 # The task restated where the world's content belongs: the packaging supplier's 1.5B wrote subjects 'An AI agent
 # is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
-_META = re.compile(r"\bAI (agent|assistant|model)s?\b|\bis tasked with\b", re.IGNORECASE)
-_TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is tasked with\b", re.IGNORECASE)
+_META = re.compile(r"\bAI (agent|assistant|model)s?\b|\b(an|the) AI\b|\bis tasked with\b", re.IGNORECASE)
+_TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
 
 
 def without_tasked(text: str) -> str:
