@@ -614,6 +614,25 @@ def test_a_reports_kpi_code_and_metric_field_copied_from_the_worked_example_are_
     assert not {"domain.report_types[0].code", "domain.kpis[0].code", "domain.metrics[0].field"} & copies
 
 
+def test_identifiers_and_proper_names_copied_anywhere_from_the_worked_example_are_copies():
+    # the daily sales report, 2026-12-05 (862d3de): published with the warehouse example's `stock_movements` table,
+    # its `week_start` and `move_id` columns, clients `nordvik_home` .. and a shop named 'Venlo Cross-Dock'
+    example = get_family("report").load_example("weekly_warehouse_report")
+    draft = example.model_dump(mode="json")
+    task = "Train an agent to compile the daily sales report from the shop database and email it to the store managers"
+    copies = {p.path for p in copied_from_example(draft, example, task=task)}
+    assert {"domain.record_table.table", "domain.record_table.id_column", "domain.header.date_field",
+            "domain.subject_names[1]", "domain.record_table.columns[1].values[1]"} <= copies
+    assert "domain.statuses.counted" not in copies  # 'posted': one word any world may use
+    assert "domain.record_table.columns[0].values[0]" not in copies  # 'D01': no name of a world
+    draft["record_table"].update(table="till_transactions", id_column="txn_id", date_column="sale_date")
+    draft["subject_names"][1] = "Harbour Street Store"
+    draft["record_table"]["columns"][1]["values"][1] = "store_sales"  # made of the task's own words
+    copies = {p.path for p in copied_from_example(draft, example, task=task)}
+    assert not {"domain.record_table.table", "domain.record_table.id_column", "domain.record_table.date_column",
+                "domain.subject_names[1]", "domain.record_table.columns[1].values[1]"} & copies
+
+
 def test_a_terms_label_copied_from_the_worked_example_is_a_copy_unless_made_of_the_tasks_words():
     # the packaging supplier, 2026-12-05: its terms renamed from the freight example's ids kept the labels
     # 'linehaul rate' and 'fuel surcharge'

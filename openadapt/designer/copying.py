@@ -52,12 +52,27 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     # A name made only of the task's own words is this world's too, whoever else has it (a packaging supplier's
     # 'payment terms', a database of orders' `orders`): the fidelity rubric's own rule (docs/designer.md).
     task_words = set(_words(task))
+
+    def tasks_own(value: str) -> bool:
+        return bool(task_words) and set(_words(value.replace("_", " "))) <= task_words | _SHORT_WORDS
+
+    # Identifiers and proper names anywhere else (a table's columns, an attribute's values, a subject's name): a
+    # daily sales report published with the warehouse example's `stock_movements` table, its `week_start` and
+    # `move_id` columns, clients `nordvik_home` .. `velo_parts` and a shop named 'Venlo Cross-Dock'. A record of
+    # names any world may use (all defaults: a diagnosis's tools) is not judged.
+    theirs_worldly = {v.lower() for _, v in iter_texts(example) if _worldly(v)} - common
+    anyones = tuple(f"domain.{name}." for name, info in type(example).model_fields.items()
+                    if is_model(info.annotation) and _all_defaults(info.annotation))
     problems = []
     for path, value in _iter_json_texts(data):
         if (ENTITY_NAME.match(path) and (value.lower() in theirs_names or key_base(value) in theirs_bases)
-                and not (task_words and set(_words(value.replace("_", " "))) <= task_words | _SHORT_WORDS)):
+                and not tasks_own(value)):
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: name this world's own"))
+        elif (not ENTITY_NAME.match(path) and _worldly(value) and value.lower() in theirs_worldly
+              and not path.startswith(anyones) and not tasks_own(value)):
+            problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
+                                          "another world: write this world's own"))
         elif _is_text(value) and value in theirs_texts:
             problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
                                           "one that belongs to this task's world"))
@@ -78,6 +93,16 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
 # shift_to_standby' from the example in this field's description, another world: ...").
 _FEEDBACK_MARKERS = ("this field's description", "from the worked example", "in this world's own words",
                      "write this world's own")
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
+_PROPER = re.compile(r"^[A-Z][\w'.&-]*(?: (?:[A-Z][\w'.&-]*|and|of|de|la|du|on|upon))+$")
+
+
+def _worldly(value: str) -> bool:
+    """An identifier of two words or more ('stock_movements', 'cold_chain') or a proper name ('Venlo Cross-Dock'):
+    what names a world's own things, unlike a single word ('posted', 'Warehouse') any world may use."""
+    return bool(_SNAKE.match(value) or _PROPER.match(value))
+
+
 def is_copy(message: str) -> bool:
     """Whether a problem of this module says its text was copied (from the worked example or from a field
     description's example)."""

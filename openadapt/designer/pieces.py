@@ -544,9 +544,10 @@ def without_loop(text: str) -> str:
     start, last = 0, None
     for end in [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]:
         clause = " ".join(re.findall(r"[\w{}'%-]+", text[start:end].lower()))
-        # a clause loops when it comes twice in a row, the end of the one before it again: the supplier's
-        # constraint '... this term? (Y/N) Y/N? Y/N? Y/N? ...'
-        if (len(clause.split()) >= 3 and clause in seen) or (clause and last and f" {last}".endswith(f" {clause}")):
+        # a clause of a word or two loops when it comes right after itself or the end of the one before: the
+        # supplier's constraint '... this term? (Y/N) Y/N? Y/N? Y/N? ...'
+        short = 0 < len(clause.split()) <= 2 and last is not None and f" {last}".endswith(f" {clause}")
+        if (len(clause.split()) >= 3 and clause in seen) or short:
             kept = text[:start].rstrip()
             return kept[:-1] + "." if kept.endswith((";", ",")) else kept
         seen.add(clause)
