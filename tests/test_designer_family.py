@@ -2043,6 +2043,13 @@ def test_a_text_going_round_in_a_loop_is_cut_before_its_first_repeated_clause():
     # a short clause that comes again in a row (the packaging supplier's constraint, 2026-12-05)
     reveal = "The rate is fixed. Anything else about this term? (Y/N) Y/N? Y/N? Y/N? Y{value} EUR per unit."
     assert cut_rambles(reveal) == "The rate is fixed. Anything else about this term? (Y/N) Y/N?"
+    # a text the grammar stopped at its cap mid-sentence (the pumps' summary at de18d58) keeps its whole sentences
+    from openadapt.designer.pieces import MAX_FREE_CHARS
+
+    whole = " ".join(f"Pump {n} on the farm's field {n} has lost pressure since dawn." for n in range(1, 6))
+    capped = f"{whole} The agent must check the pump's motor and shaft for any signs of wear or"[:MAX_FREE_CHARS - 1]
+    assert len(whole) < len(capped) and cut_rambles(capped) == whole
+    assert cut_rambles(capped[:200]) == capped[:200]  # shorter: no cap reached, nothing to tell
 
 
 def test_a_descriptions_phrase_with_a_number_in_it_is_never_accepted_as_this_worlds():

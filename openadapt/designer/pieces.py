@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, create_model
 
+from openadapt.designer.chat import cut_text
 from openadapt.families.base import Family
 from openadapt.families.domain import (
     REPEATED_TEXT,
@@ -518,13 +519,22 @@ def _name_of(value: Any) -> str | None:
     return None
 
 
+def _whole_at_the_cap(text: str) -> str:
+    """A text the grammar stopped at MAX_FREE_CHARS mid-sentence (its schema allows more), cut back to its whole
+    sentences: the pumps' summary ended '... check the pump's motor and shaft for any signs of wear or' (the
+    parse cuts only a text past its schema's bound)."""
+    if len(text) < MAX_FREE_CHARS - 2 or text.endswith((".", "!", "?")):
+        return text
+    return cut_text(text, len(text))
+
+
 def cut_rambles(value: Any) -> Any:
     """The draft with every text that breaks into another script mid-sentence cut back to its last full
     sentence (`without_foreign_tail`), and every text that goes round in a loop cut before its first repeated
     clause (`without_loop`): both are a small model's ramble up to its length bound. The task's own phrase 'X is
     tasked with' is said as 'X's job is' (`without_tasked`)."""
     if isinstance(value, str):
-        return without_tasked(without_loop(without_foreign_tail(value)))
+        return without_tasked(without_loop(without_foreign_tail(_whole_at_the_cap(value))))
     if isinstance(value, dict):
         return {k: cut_rambles(v) for k, v in value.items()}
     if isinstance(value, list):
