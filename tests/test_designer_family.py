@@ -578,6 +578,7 @@ def test_a_name_extends_another_when_it_is_that_name_numbered_or_with_words_adde
     assert extends("net_stock_change_yesterday", "net_stock_change") and extends("rate_hawk2", "rate_hawk")
     assert not extends("inventory_count", "inventory_flow") and not extends("flow", "inventory_flow")
     assert not extends("basket_size", "inventory_flow")
+    assert extends("inbound_receipts", "inbound_receipt") and not extends("receipt", "inbound_receipt")
 
 
 def test_an_example_name_given_back_numbered_is_still_a_copy():
@@ -605,8 +606,10 @@ def test_a_reports_kpi_code_and_metric_field_copied_from_the_worked_example_are_
     # `net_stock_change`, because only `name` and `id` were read as an entity's name
     example = get_family("report").load_example("weekly_warehouse_report")
     draft = example.model_dump(mode="json")
+    draft["categories"][0]["name"] += "s"  # 'inbound_receipts', the example's in the plural (2026-12-05, d5d2ffd)
     copies = {p.path for p in copied_from_example(draft, example)}
-    assert {"domain.report_types[0].code", "domain.kpis[0].code", "domain.metrics[0].field"} <= copies
+    assert {"domain.report_types[0].code", "domain.kpis[0].code", "domain.metrics[0].field",
+            "domain.categories[0].name"} <= copies
     draft["report_types"][0]["code"] = "daily_sales"
     draft["kpis"][0]["code"] = "average_basket"
     draft["metrics"][0]["field"] = "gross_sales"

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from openadapt.designer.pieces import is_model
-from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, key_base, phrases
+from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, key_base, key_words, phrases
 
 # The fields that name a top-level entity (domain.components[3].name, domain.faults[0].id, a report's
 # domain.kpis[0].code and domain.metrics[1].field, a term's domain.issues[0].label): what a copied world shows. A
@@ -32,7 +32,8 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
     # An unnumbered name is the example's numbered too: 'rate_hawk2' is its 'rate_hawk' (asked to rename the copy,
     # the 1.5B gave it back so); a numbered one ('converter-01') is matched whole ('converter_2' is anyone's).
-    theirs_bases = {key_base(v) for v in theirs_names if key_base(v) == v.replace("-", "_")}
+    # In the plural too: the daily sales report's 'inbound_receipts' is the warehouse example's 'inbound_receipt'.
+    theirs_bases = {"_".join(key_words(v)) for v in theirs_names if key_base(v) == v.replace("-", "_")}
     described = descriptions(type(example))  # a text the schema itself gives as its example is the family's
     theirs_texts = {v for _, v in iter_texts(example) if _is_text(v) and v.lower() not in common
                     and v not in described}
@@ -65,7 +66,7 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
                     if is_model(info.annotation) and _all_defaults(info.annotation))
     problems = []
     for path, value in _iter_json_texts(data):
-        if (ENTITY_NAME.match(path) and (value.lower() in theirs_names or key_base(value) in theirs_bases)
+        if (ENTITY_NAME.match(path) and (value.lower() in theirs_names or "_".join(key_words(value)) in theirs_bases)
                 and not tasks_own(value)):
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: name this world's own"))

@@ -329,12 +329,18 @@ def key_base(key: str) -> str:
     return re.sub(r"[-_. ]?\d+$", "", key.lower()).replace("-", "_")
 
 
+def key_words(key: str) -> list[str]:
+    """A key's words without its number and without a plural's s: 'inbound_receipts_2' is ['inbound', 'receipt']."""
+    return [w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+            for w in re.split(r"[-_. ]+", key_base(key)) if w]
+
+
 def extends(name: str, old: str) -> bool:
-    """Whether `name` is `old` numbered or with words added around it ('weekly_inventory_flow' and 'inventory_flow_2'
-    are 'inventory_flow'): asked to rename the warehouse example's copied report 'inventory_flow', the 1.5B
-    answered 'weekly_inventory_flow', and its title came back the example's three times running."""
-    words = [w for w in re.split(r"[-_. ]+", key_base(old)) if w]
-    have = [w for w in re.split(r"[-_. ]+", key_base(name)) if w]
+    """Whether `name` is `old` numbered, in the plural, or with words added around it ('weekly_inventory_flow',
+    'inventory_flows' and 'inventory_flow_2' are 'inventory_flow'): asked to rename the warehouse example's copied
+    report 'inventory_flow', the 1.5B answered 'weekly_inventory_flow', and its title came back the example's three
+    times running; its category 'inbound_receipt' came back 'inbound_receipts'."""
+    words, have = key_words(old), key_words(name)
     return bool(words) and any(have[i:i + len(words)] == words for i in range(len(have) - len(words) + 1))
 
 
