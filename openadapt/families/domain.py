@@ -228,6 +228,8 @@ _SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
 # is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
 _META = re.compile(r"\bAI (agent|assistant|model)s?\b|\b(an|the) AI\b|\bis tasked with\b", re.IGNORECASE)
 _TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
+_SYNTAX = set("[]{}(),:;`'\"")
+LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
 
 def without_tasked(text: str) -> str:
@@ -235,8 +237,6 @@ def without_tasked(text: str) -> str:
     supplier's 1.5B wrote its summary so in every rewrite, told each time that it speaks of the agent being
     trained."""
     return _TASKED.sub(r"\1's job is", text)
-_SYNTAX = set("[]{}(),:;`'\"")
-LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
 
 def is_debris(text: str) -> bool:
