@@ -66,11 +66,12 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
                     if is_model(info.annotation) and _all_defaults(info.annotation))
     problems = []
     for path, value in _iter_json_texts(data):
-        if (ENTITY_NAME.match(path) and (value.lower() in theirs_names or "_".join(key_words(value)) in theirs_bases)
-                and not tasks_own(value)):
+        named = ENTITY_NAME.match(path) is not None
+        theirs = value.lower() in theirs_names or "_".join(key_words(value)) in theirs_bases
+        if named and theirs and not tasks_own(value):
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: name this world's own"))
-        elif (not ENTITY_NAME.match(path) and _worldly(value) and value.lower() in theirs_worldly
+        elif (not named and _worldly(value) and value.lower() in theirs_worldly
               and not path.startswith(anyones) and not tasks_own(value)):
             problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
                                           "another world: write this world's own"))

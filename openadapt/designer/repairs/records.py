@@ -179,12 +179,11 @@ class RecordRepairs(RepairBase):
             f"`{problem.path}` is wrong: {unquoted(problem.message)}. The record: "
             f"{json.dumps(shown, ensure_ascii=False)}. Name three other values for its `{key}` as JSON "
             f"{{\"values\": [...]}}, each another than every one of {json.dumps([old, *taken])}. `{key}`: "
-            f"{without_examples(info.description or '')}", info)
+            f"{without_examples(info.description or '')}", info, old)
         if values is None:
             return False
         before = piece.value
-        # a name of its own before the old one with words added ('cases_received_today'), which the check passes
-        for new in sorted(dict.fromkeys(v.strip() for v in values), key=lambda v: extends(v, old)):
+        for new in values:
             if new == old or new in taken:
                 continue
             records[i][key] = new
@@ -209,17 +208,20 @@ class RecordRepairs(RepairBase):
                       and p.value is not None and "items" in p.model.model_fields), None)
         return whole, whole is not None
 
-    def _three_values(self, instruction: str, info: typing.Any) -> list[str] | None:
+    def _three_values(self, instruction: str, info: typing.Any, old: str) -> list[str] | None:
         """Three values for a short field at once, aside and hotter, each under the field's own bounds and pattern
-        (of three, one is likely another than the one a small model keeps writing); None if no usable answer."""
+        (of three, one is likely another than the one a small model keeps writing), without repeats and with names
+        of their own before `old` with words added ('cases_received_today', which the copy check passes); None if
+        no usable answer."""
         three = create_model("ThreeValues", values=(list[typing.Annotated[str, *info.metadata]],
                                                     Field(min_length=3, max_length=3)))
         try:
-            return self._session.ask_aside(f"{self._world_so_far()}{instruction}", three, max_tokens=120,
-                                           schema=bounded(three.model_json_schema()),
-                                           temperature=REPEAT_TEMPERATURE).values
+            values = self._session.ask_aside(f"{self._world_so_far()}{instruction}", three, max_tokens=120,
+                                             schema=bounded(three.model_json_schema()),
+                                             temperature=REPEAT_TEMPERATURE).values
         except (ReplyError, ValidationError):
             return None
+        return sorted(dict.fromkeys(v.strip() for v in values), key=lambda v: extends(v, old))
 
     def _drop_surplus(self, problem: DomainProblem) -> bool:
         """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
@@ -336,12 +338,11 @@ class RecordRepairs(RepairBase):
         values = self._three_values(
             f"`{at}` is {record.model_dump_json()}. Its `{field}` stays wrong: {'; '.join(wrong[:3])}. Name three "
             f"other values for `{field}` as JSON {{\"values\": [...]}}, each another than {old!r}. `{field}`: "
-            f"{info.description or ''}", info)
+            f"{info.description or ''}", info, old)
         if values is None:
             return False
         data = record.model_dump()
-        # a name of its own before the old one with words added ('cases_received_today'), which the check passes
-        for new in sorted(dict.fromkeys(v.strip() for v in values), key=lambda v: extends(v, old)):
+        for new in values:
             if new == old:
                 continue
             named = {k: v.replace(f"({old})", f"({new})") if isinstance(v, str) else v for k, v in data.items()}
