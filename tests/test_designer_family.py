@@ -98,6 +98,11 @@ class ScriptedModel:
             if path in self.break_once:
                 return self.break_once.pop(path)
             return self.piece(path)
+        if (match := re.match(r"Write `(\w+)\.(\w+)` as JSON", text)):  # one list of a record (the local model)
+            if f"domain.{match.group(1)}.{match.group(2)}" in self.break_once:
+                return self.break_once.pop(f"domain.{match.group(1)}.{match.group(2)}")
+            lines = self.world[match.group(1)][match.group(2)]
+            return {"items": lines[: self.schema["properties"]["items"]["maxItems"]]}
         if (match := re.match(r"Write `(\w+)` as JSON", text)):
             if f"domain.{match.group(1)}" in self.break_once:
                 return self.break_once.pop(f"domain.{match.group(1)}")
@@ -1658,6 +1663,39 @@ def test_a_list_of_lines_in_a_record_left_short_is_completed_line_by_line(llm):
     assert not any("messages.anchors" in p for p in candidate.problems)
     assert next(p for p in designer._pieces if p.path == "domain.messages").value.anchors == [first, new]
     assert not any(a.startswith("Your `domain.messages`") for a in model.asked)  # the record was kept
+
+
+def test_the_local_model_writes_a_record_of_many_lists_of_lines_one_list_at_a_time(llm):
+    # asked for the supplier's 11 lists of replies at once, the 1.5B wrote 2,979 tokens in 258 s, notes about the
+    # JSON from the second line on ('{offer} is a placeholder for the actual offer ...')
+    task = "Train an agent to negotiate road freight contract rates with a haulier"
+    world = get_family("negotiation").load_example("freight_rate").model_dump(mode="json")
+    world["issues"] = world["issues"][:3]
+    for persona in world["personas"]:
+        persona["weights"] = {i["id"]: persona["weights"][i["id"]] for i in world["issues"]}
+    first = world["messages"]["anchors"][0]
+    new = "Most of our accounts sign at {value} without a second thought."
+
+    class Anchors(ScriptedModel):
+        def answer(self, text, title):
+            if title == "OneLine" and "Write one more line for the domain's `messages.anchors`" in text:
+                return {"line": new}
+            return super().answer(text, title)
+
+    model = Anchors(world, fits={"negotiation": 9}, break_once={"domain.messages.anchors": {"items": [first, first]}})
+    llm.responder = model
+    designer = FamilyDomainDesigner(LLMClient(config(llm)), "deal", task, kind="local")
+    candidate = designer.design()
+    assert not any("messages" in p for p in candidate.problems), candidate.problems
+    asks = {r["messages"][-1]["content"].split("\n\nWrite `messages.", 1)[1].split("`")[0]: r
+            for r in llm.requests if "\n\nWrite `messages." in r["messages"][-1]["content"]}
+    assert set(asks) == set(world["messages"])  # each list asked for on its own, aside
+    opening = asks["opening"]["response_format"]["json_schema"]["schema"]["properties"]["items"]
+    longest = max(map(len, designer._example.messages.opening))  # the worked example's (the supplier's)
+    assert opening["minItems"] == opening["maxItems"] == 2 and opening["items"]["maxLength"] < longest * 3 // 2
+    written = yaml.safe_load(candidate.files["domain.yaml"])["messages"]
+    assert written["opening"] == world["messages"]["opening"][:2] and written["anchors"] == [first, new]
+    assert not any(a.startswith("Your `domain.messages") for a in model.asked)  # completed line by line
 
 
 def test_a_reply_written_aside_cut_off_at_the_token_limit_is_asked_again_with_room(llm, world):

@@ -608,6 +608,25 @@ def test_a_text_restating_the_task_about_an_ai_agent_is_a_problem_outside_a_role
     assert not NegotiationDomain.model_validate(data).problems()
 
 
+def test_a_role_that_is_only_the_agent_and_a_note_about_the_json_are_problems():
+    # the packaging supplier's 1.5B at 5ce1c28: agent_role 'an AI agent', and replies going on with
+    # '**Note:** {offer} is a placeholder for the actual offer ... The above JSON is a template'
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    data["agent_role"] = "an AI agent"
+    data["messages"]["counter"][1] = "**Note:** {offer} is a placeholder for the actual offer of the supplier."
+    data["messages"]["opening"][2] = "For {subject} we can offer {offer}. The above JSON is a template."
+    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    assert "names the agent being trained" in problems["domain.agent_role"]
+    assert "('**')" in problems["domain.messages.counter[1]"]
+    assert "('above JSON')" in problems["domain.messages.opening[2]"]
+    data["agent_role"] = "the agent buying cartons for a bakery"  # a role the agent may have, with its job
+    data["messages"]["counter"][1] = "Your config has invalid JSON in it; we can still offer {offer}."
+    del data["messages"]["opening"][2]
+    assert not NegotiationDomain.model_validate(data).problems()
+
+
 def test_a_subject_is_a_noun_phrase_said_mid_sentence_and_a_capital_article_is_tidied():
     # the same run's subjects restated the task as a sentence; the messages say a subject mid-sentence
     # ('your enquiry about {subject}'), so it starts with a lower-case article, which the grammar then enforces

@@ -591,7 +591,7 @@ def test_every_piece_of_every_family_compiles_to_a_llama_cpp_grammar(small):
     compiled = 0
     for family in all_families():
         example = family.load_example(next(iter(family.examples())))
-        pieces = plan_pieces(family.domain, example)
+        pieces = plan_pieces(family.domain, example, split_records=True)  # as the embedded model's designer does
         for piece in pieces:  # as if each were written in turn: later pieces see the keys and items before them
             small.grammar_for(constrained_schema(piece, pieces, family.domain))
             compiled += 1
@@ -721,6 +721,28 @@ def test_real_model_writes_a_familys_placeholders_as_its_checks_require(small):
     for line in lines:
         assert "{staff}" in line and "{time}" in line, line
         assert set(re.findall(r"\{(\w+)\}", line)) <= {"staff", "time"}, line
+
+
+@real_model
+def test_real_model_writes_one_list_of_a_records_lines_short_and_with_its_placeholders(small):
+    """The negotiation replies, asked for list by list: each line under its bound and holding {offer} (asked
+    for whole, the supplier's 1.5B wrote notes about the JSON into its replies until the token limit)."""
+    from openadapt.designer.pieces import constrained_schema, plan_pieces
+    from openadapt.designer.placeholders import piece_schema
+    from openadapt.families import get_family
+
+    family = get_family("negotiation")
+    pieces = plan_pieces(family.domain, family.load_example("freight_rate"), split_records=True)
+    piece = next(p for p in pieces if p.path == "domain.messages.counter")
+    schema = piece_schema(constrained_schema(piece, pieces, family.domain), family, piece)
+    bound = schema["properties"]["items"]["items"]["maxLength"]
+    reply = small.complete([{"role": "user", "content": "A packaging supplier answers a buyer by email: write two "
+                             "counter-offers, each with {offer}, as JSON {\"items\": [...]}."}], schema=schema,
+                           max_tokens=200)
+    lines = reply.parse_as(piece.model).items
+    assert len(lines) == 2 and bound < 150
+    for line in lines:
+        assert "{offer}" in line and len(line) <= bound, line
 
 
 @real_model

@@ -82,7 +82,10 @@ SYSTEM = ("You design training environments for AI agents. You write the data of
 
 
 class TaskMechanic(BaseModel):
-    world: str = Field(max_length=200, description="the world of the task, in a few words")
+    # 'an online negotiation environment', the packaging supplier's: its header then framed the package, not the
+    # world ('Negotiation environment for AI agent')
+    world: str = Field(max_length=200, description=(
+        "the place or trade where the task happens, in a few words, as its people name it (not 'an environment')"))
     agent_does: str = Field(max_length=300, description="what the agent does, step by step, in one sentence")
     succeeds_when: str = Field(max_length=300, description="what counts as success for the agent")
 
@@ -266,7 +269,7 @@ class FamilyDomainDesigner(PieceRepairs):
         if asked is not None:
             self._session.record(asked, "brief", aside=True)
         self._usage_mark = Usage()
-        self._pieces = plan_pieces(self._family.domain, self._example)
+        self._pieces = plan_pieces(self._family.domain, self._example, split_records=self._pieces_aside)
         self._start_pieces()
         for piece in self._pieces:
             self._write(piece)

@@ -223,6 +223,8 @@ def piece_schema(schema: dict[str, Any], family: Family, piece: Piece) -> dict[s
         return with_placeholders(schema, family, "domain")
     if piece.index is not None:
         return with_placeholders(schema, family, f"domain.{piece.field}[]")
+    if piece.part is not None:
+        return with_placeholders(schema, family, f"domain.{piece.field}.{piece.part}", stands_for="items")
     values = set(piece.model.model_fields) == {"items"} and list_item_model(
         family.domain.model_fields[piece.field].annotation) is None and not is_model(
         family.domain.model_fields[piece.field].annotation)

@@ -203,6 +203,12 @@ class Domain(DomainPart):
             elif not path.endswith("role") and (meta := _META.search(text)):
                 yield DomainProblem(path=path, message=f"this text speaks of the agent being trained "
                                     f"({meta.group(0)!r}), not of this world: write what this field is here")
+            elif path.endswith("agent_role") and set(re.findall(r"[a-z]+", text.lower())) <= _AGENT_WORDS:
+                yield DomainProblem(path=path, message=f"{text!r} names the agent being trained, not who it is in "
+                                    "this world: write its job here, as the people of this world call it")
+            elif said := _FORMAT.search(text):
+                yield DomainProblem(path=path, message=f"this text speaks of the JSON it is written in "
+                                    f"({said.group(0)!r}), not of this world: write what this field is here")
         echoed = _described_phrases(type(self))
         for path, text in texts:
             if is_prose(text) and (said := next((r for r in phrases(text) if r in echoed), None)):
@@ -227,6 +233,13 @@ _SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
 # The task restated where the world's content belongs: the packaging supplier's 1.5B wrote subjects 'An AI agent
 # is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
 _META = re.compile(r"\bAI (agent|assistant|model)s?\b|\b(an|the) AI\b|\bis tasked with\b", re.IGNORECASE)
+# A role that is only the agent being trained ('an AI agent': the packaging supplier's 1.5B, every rewrite).
+_AGENT_WORDS = frozenset({"a", "an", "the", "ai", "agent", "assistant", "model", "llm", "bot", "autonomous"})
+# Notes about the reply's own format, written into the world's texts: the packaging supplier's 1.5B went on in its
+# counterpart's replies with '**Note:** {offer} is a placeholder for the actual offer ... The above JSON is a
+# template'.
+_FORMAT = re.compile(r"\*\*|\bplaceholders?\b|\b(?:the|this|above) JSON\b|\bJSON (?:is|above|template)\b",
+                     re.IGNORECASE)
 _TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word

@@ -9,7 +9,7 @@ import typing
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.pieces import bounded, named_description, resized, spelled
+from openadapt.designer.pieces import bounded, piece_description, resized, spelled
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import DomainProblem, is_debris, is_prose
@@ -46,7 +46,8 @@ class LineRepairs(RepairBase):
         # Distinct as the draft has them, tidied: two lines that tidy to one count once.
         lines, tidied, draft = [], set(), self._draft()
         # no family tidies a record's lines
-        where = (piece.field, piece.index, at) if nested else None if record else (piece.field, None, None)
+        where = ((piece.field, piece.index, at) if nested
+                 else None if record or piece.part else (piece.field, None, None))
         for item in items:
             if not is_debris(item) and (form := self._tidied(draft, *where, item) if where else item) not in tidied:
                 lines.append(item)
@@ -61,8 +62,8 @@ class LineRepairs(RepairBase):
         else:  # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
             need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
             enough = int(wanted.group(1))
-            guide = named_description(self._family.domain, piece.field, self._pieces)
-            others, whose = [], f"the domain's `{piece.field}`"
+            guide = piece_description(self._family.domain, piece, self._pieces)
+            others, whose = [], f"the domain's `{piece.path.removeprefix('domain.')}`"
         one = create_model("OneLine", line=(typing.get_args(info.annotation)[0], ...))
         schema = with_placeholders(bounded(one.model_json_schema()), self._family, f"{problem.path}[0]", "line")
         # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another

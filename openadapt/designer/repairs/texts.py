@@ -11,7 +11,7 @@ from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.copying import is_copy, unquoted
-from openadapt.designer.pieces import bounded, named_description
+from openadapt.designer.pieces import bounded, named_description, piece_description
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import DomainProblem
@@ -123,7 +123,10 @@ class TextRepairs(RepairBase):
             return False
         name, sub, line = match.group(1), match.group(2), None if match.group(3) is None else int(match.group(3))
         own = [p for p in self._pieces if p.index is None and not p.keys and p.value is not None]
-        if sub is not None:  # a field of a record of the domain (`texts`), a piece of its own
+        split = next((p for p in own if sub is not None and p.path == f"domain.{name}.{sub}"), None)
+        if split is not None:  # a list of lines of a record written list by list (`messages.accept`)
+            piece, at, guide = split, "items", piece_description(self._family.domain, split, self._pieces)
+        elif sub is not None:  # a field of a record of the domain (`texts`), a piece of its own
             if "from the worked example" in problem.message:
                 return False  # the whole record is written again aside (`_write`): one request for all its copies
             piece = next((p for p in own if p.field == name and sub in p.model.model_fields), None)
