@@ -663,6 +663,9 @@ def test_the_tasks_phrase_is_tasked_with_is_said_as_a_job():
     assert without_tasked("The agent is tasked with negotiating price.") == "The agent's job is negotiating price."
     assert without_tasked("a buyer who is tasked with renewals") == "a buyer who is tasked with renewals"
     assert without_tasked("The agent is an AI tasked with buying boxes.") == "The agent's job is buying boxes."
+    # twice at 8b5b03c: 'An online negotiation environment where an AI agent's job is negotiating ...'
+    assert without_tasked("A desk where an AI agent's job is buying. An AI model orders.") == (
+        "A desk where the agent's job is buying. The agent orders.")
     drafted = cut_rambles({"summary": "A bakery buys boxes. The agent is tasked with negotiating their price."})
     assert drafted["summary"] == "A bakery buys boxes. The agent's job is negotiating their price."
 

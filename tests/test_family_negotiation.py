@@ -615,13 +615,16 @@ def test_a_role_that_is_only_the_agent_and_a_note_about_the_json_are_problems():
 
     data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
     data["agent_role"] = "an AI agent"
+    data["title"] = "Negotiation Environment AI"
     data["messages"]["counter"][1] = "**Note:** {offer} is a placeholder for the actual offer of the supplier."
     data["messages"]["opening"][2] = "For {subject} we can offer {offer}. The above JSON is a template."
     problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
     assert "names the agent being trained" in problems["domain.agent_role"]
+    assert "names the package being built ('Environment')" in problems["domain.title"]
     assert "('**')" in problems["domain.messages.counter[1]"]
     assert "('above JSON')" in problems["domain.messages.opening[2]"]
     data["agent_role"] = "the agent buying cartons for a bakery"  # a role the agent may have, with its job
+    data["title"] = "Bakery packaging purchases"
     data["messages"]["counter"][1] = "Your config has invalid JSON in it; we can still offer {offer}."
     del data["messages"]["opening"][2]
     assert not NegotiationDomain.model_validate(data).problems()

@@ -755,3 +755,25 @@ def test_the_example_domains_round_trip_through_yaml():
         domain = FAMILY.load_example(name)
         assert FAMILY.parse_domain(yaml.safe_load(dump_domain(domain))) == domain, name
         assert FAMILY.parse_domain(read_domain_file(path)) == domain
+
+
+def test_the_tidy_empties_a_second_operand_that_the_op_does_not_read():
+    # the daily sales report's 1.5B gave a 'sum' metric and two 'sum' KPIs an `against`: 3 of its 13 problems
+    data = copy.deepcopy(_seed_data())
+    summed = next(i for i, m in enumerate(data["metrics"]) if m["op"] == "sum")
+    two = next(i for i, k in enumerate(data["kpis"]) if k["op"] in ("difference", "percent"))
+    category = data["categories"][0]["name"]
+    data["metrics"][summed]["against"] = [category]
+    assert "second operand" in _problems(data)[f"domain.metrics[{summed}].against"]
+    tidied = FAMILY.domain.tidy(data)
+    assert tidied["metrics"][summed]["against"] == [] and data["metrics"][summed]["against"] == [category]
+    assert tidied["kpis"][two]["against"] == data["kpis"][two]["against"] != []  # read by its op: kept
+    assert not FAMILY.domain.model_validate(tidied).problems()
+
+
+def test_the_metrics_are_named_before_they_are_written():
+    # one after another, the daily sales report's 1.5B named three metrics 'total_sales'
+    from openadapt.designer.pieces import plan_pieces
+
+    paths = [p.path for p in plan_pieces(FAMILY.domain, FAMILY.load_example(sorted(FAMILY.examples())[0]))]
+    assert paths.index("domain.metrics.keys") < paths.index("domain.metrics[0]")

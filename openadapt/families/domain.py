@@ -203,6 +203,9 @@ class Domain(DomainPart):
             elif not path.endswith("role") and (meta := _META.search(text)):
                 yield DomainProblem(path=path, message=f"this text speaks of the agent being trained "
                                     f"({meta.group(0)!r}), not of this world: write what this field is here")
+            elif path == "domain.title" and (said := _PACKAGE_WORDS.search(text)):
+                yield DomainProblem(path=path, message=f"this title names the package being built ({said.group(0)!r}),"
+                                    " not the world it models: name the place or trade, in the task's own words")
             elif path.endswith("agent_role") and set(re.findall(r"[a-z]+", text.lower())) <= _AGENT_WORDS:
                 yield DomainProblem(path=path, message=f"{text!r} names the agent being trained, not who it is in "
                                     "this world: write its job here, as the people of this world call it")
@@ -240,15 +243,19 @@ _AGENT_WORDS = frozenset({"a", "an", "the", "ai", "agent", "assistant", "model",
 # template'.
 _FORMAT = re.compile(r"\*\*|\bplaceholders?\b|\b(?:the|this|above) JSON\b|\bJSON (?:is|above|template)\b",
                      re.IGNORECASE)
+_AI_AGENT = re.compile(r"\b(?:an?|the) AI (?:agent|assistant|model)\b", re.IGNORECASE)
+# A title naming the package rather than the world ('Negotiation Environment AI', the supplier's at 8b5b03c).
+_PACKAGE_WORDS = re.compile(r"\b(?:environment|simulation|simulator)s?\b", re.IGNORECASE)
 _TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
 
 def without_tasked(text: str) -> str:
-    """'The agent is tasked with negotiating ...' as 'The agent's job is negotiating ...': the packaging
-    supplier's 1.5B wrote its summary so in every rewrite, told each time that it speaks of the agent being
-    trained."""
+    """'The agent is tasked with negotiating ...' as 'The agent's job is negotiating ...', and 'an AI agent' as
+    'the agent': the packaging supplier's 1.5B wrote its summary so in every rewrite, told each time that it
+    speaks of the agent being trained ('... where an AI agent's job is negotiating ...', twice at 8b5b03c)."""
+    text = _AI_AGENT.sub(lambda m: "The agent" if m.group(0)[0].isupper() else "the agent", text)
     return _TASKED.sub(r"\1's job is", text)
 
 
