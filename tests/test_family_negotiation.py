@@ -645,3 +645,41 @@ def test_a_subject_is_a_noun_phrase_said_mid_sentence_and_a_capital_article_is_t
     tidied = NegotiationDomain.tidy(data)
     assert tidied["subjects"][1] == "an order of 20,000 corrugated cartons (double wall) for the spring range"
     assert not NegotiationDomain.model_validate(tidied).problems()
+
+
+def test_a_counterpart_is_one_person_with_a_name_and_a_subject_is_three_words_or_more():
+    # the packaging supplier's 1.5B at 8b5b03c: 'John Doe (Supplier's Representative), Jane Smith (Customer's
+    # Representative)' as one counterpart, and subjects 'a negotiation', 'a delivery term'
+    from pydantic import ValidationError
+
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    data["counterparts"][0] = "John Doe (Supplier's Representative), Jane Smith (Customer's Representative)"
+    data["counterparts"][1] = "John Doe (Kartonwerk Lenz)"
+    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    assert "names more than one person" in problems["domain.counterparts[0]"]
+    assert "'John Doe' is a stand-in" in problems["domain.counterparts[1]"]
+    for vague in ("a negotiation", "a delivery term"):
+        with pytest.raises(ValidationError):
+            NegotiationDomain.model_validate({**data, "subjects": [vague, *data["subjects"][1:]]})
+    data["counterparts"][:2] = ["Petra Lenz (Kartonwerk Lenz)", "Ole Brandt (Brandt Verpackung GmbH)"]
+    data["subjects"][0] = "the spring order of shipping cartons"
+    assert not NegotiationDomain.model_validate(data).problems()
+
+
+def test_a_reply_that_reads_as_code_or_stops_mid_sentence_is_a_problem():
+    # the packaging supplier's 1.5B at 46ad1cf: 'timeouts[0] = {rounds} emails.', '... of transparency. We,'
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    data["messages"]["timeline"][0] = "timeouts[0] = {rounds} emails."
+    data["messages"]["insulted"][0] = "One of the most frustrating aspects is the lack of transparency. We,"
+    data["messages"]["counter"][0] = "time: '10:00 AM', subject: 'Price{offer}', message: 'We can'"
+    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    assert "reads as code or fields ('s[0]')" in problems["domain.messages.timeline[0]"]
+    assert "stops mid-sentence" in problems["domain.messages.insulted[0]"]
+    assert "reads as code or fields" in problems["domain.messages.counter[0]"]
+    data["messages"]["final"][0] = "We would like to discuss this further. Please{offer}."
+    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    assert "glues a placeholder to the word before it ('Please{offer}')" in problems["domain.messages.final[0]"]

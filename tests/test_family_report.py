@@ -777,3 +777,14 @@ def test_the_metrics_are_named_before_they_are_written():
 
     paths = [p.path for p in plan_pieces(FAMILY.domain, FAMILY.load_example(sorted(FAMILY.examples())[0]))]
     assert paths.index("domain.metrics.keys") < paths.index("domain.metrics[0]")
+
+
+def test_a_record_key_that_is_the_subjects_key_is_named_at_the_records_own_column():
+    # the daily sales report at 46ad1cf: subjects keyed 'sale_id' and records keyed 'sale_id', said at the
+    # record table's '(subject id)', and the record table rewritten whole kept it
+    def clash(d):
+        d["record_table"]["id_column"] = d["subject_table"]["id_column"]
+
+    problems = _edit(clash)
+    assert "the subjects' key" in problems["domain.record_table.id_column"]
+    assert not any("(subject id)" in path for path in problems)

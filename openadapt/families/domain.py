@@ -209,6 +209,9 @@ class Domain(DomainPart):
             elif path.endswith("agent_role") and set(re.findall(r"[a-z]+", text.lower())) <= _AGENT_WORDS:
                 yield DomainProblem(path=path, message=f"{text!r} names the agent being trained, not who it is in "
                                     "this world: write its job here, as the people of this world call it")
+            elif is_prose(text) and (glued := _GLUED.search(text)):
+                yield DomainProblem(path=path, message=f"this text glues a placeholder to the word before it "
+                                    f"({glued.group(0)!r}): a space or the words it needs go between them")
             elif said := _FORMAT.search(text):
                 yield DomainProblem(path=path, message=f"this text speaks of the JSON it is written in "
                                     f"({said.group(0)!r}), not of this world: write what this field is here")
@@ -246,6 +249,9 @@ _FORMAT = re.compile(r"\*\*|\bplaceholders?\b|\b(?:the|this|above) JSON\b|\bJSON
 _AI_AGENT = re.compile(r"\b(?:an?|the) AI (?:agent|assistant|model)\b", re.IGNORECASE)
 # A title naming the package rather than the world ('Negotiation Environment AI', the supplier's at 8b5b03c).
 _PACKAGE_WORDS = re.compile(r"\b(?:environment|simulation|simulator)s?\b", re.IGNORECASE)
+# A placeholder run into a word ('Please{offer}.', 'the line{value} rate'): the packaging supplier's 1.5B, whose
+# grammar let the placeholder in anywhere. A code's own format ('RF{n}') is no prose, and not judged.
+_GLUED = re.compile(r"[A-Za-z]+\{[a-z_]+\}")
 _TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word

@@ -41,8 +41,9 @@ Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
 # A deal, as the messages say it mid-sentence ('your enquiry about {subject}'): a noun phrase after a lower-case
 # article. The packaging supplier's 1.5B restated the task there ('An AI agent is tasked with negotiating ...').
 # The pattern bounds its own length (llama.cpp's grammars ignore maxLength beside a pattern) and keeps to one line.
+# three words at least after the article: the packaging supplier's 1.5B wrote 'a negotiation', 'a delivery term'
 Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=200,
-                                           pattern=r"^(a|an|the) [^ \n][^\n]{8,190}$")]
+                                           pattern=r"^(a|an|the) [^ \n]{1,40} [^ \n]{1,40} [^\n]{2,150}$")]
 _ARTICLE = re.compile(r"^(A|An|The) ")
 
 
@@ -193,6 +194,38 @@ class Questions(DomainPart):
                                description="reveals how many messages remain before it walks away")
 
 
+# A name no one has (the packaging supplier's 1.5B: 'John Doe (Supplier's Representative)').
+_STAND_IN_NAME = re.compile(r"\b(?:John|Jane) Doe\b|\b(?:First|Last)name\b|\bName Surname\b", re.IGNORECASE)
+
+
+def _counterpart_problems(name: str, path: str) -> list[DomainProblem]:
+    """A counterpart is one person: the same 1.5B wrote 'John Doe (Supplier's Representative), Jane Smith
+    (Customer's Representative)' as one, the side the agent is on among them."""
+    if name.count("(") > 1 or re.search(r"\),\s*\S", name):
+        return [DomainProblem(path=path, message=f"{name!r} names more than one person: one counterpart per "
+                              "line, a name and its organisation")]
+    if said := _STAND_IN_NAME.search(name):
+        return [DomainProblem(path=path, message=f"{said.group(0)!r} is a stand-in, not a name: give the name "
+                              "a person of this world has")]
+    return []
+
+
+_CODE = re.compile(r"\w\[\d+\]|\s=\s|^\w+: '")  # 'timeouts[0] = {rounds} emails.', "time: 10:00 AM, subject: '..."
+_SENTENCE_END = (".", "!", "?", ")", "'", '"', "}")
+
+
+def _reply_problems(line: str, path: str) -> list[DomainProblem]:
+    """A reply is what a person writes: whole sentences, not code or fields. The packaging supplier's 1.5B wrote
+    'timeouts[0] = {rounds} emails.' and replies stopped at their bound ('... the lack of transparency. We,')."""
+    if said := _CODE.search(line):
+        return [DomainProblem(path=path, message=f"this reply reads as code or fields ({said.group(0).strip()!r}),"
+                              " not as a message a person writes: write it as one")]
+    if not line.rstrip().endswith(_SENTENCE_END):
+        return [DomainProblem(path=path, message=f"this reply stops mid-sentence ({line[-30:]!r}): write it as "
+                              "whole sentences")]
+    return []
+
+
 class NegotiationDomain(Domain):
     KEYS = {"issues": "id", "personas": "id"}
     REFERENCES = {"personas.weights": Reference("issues.id")}  # a weight for every issue, keyed by its id
@@ -258,6 +291,8 @@ class NegotiationDomain(Domain):
         p += duplicates(self.personas, "id", "domain.personas")
         p += duplicate_values(self.counterparts, "domain.counterparts")
         p += duplicate_values(self.subjects, "domain.subjects")
+        for i, name in enumerate(self.counterparts):
+            p += _counterpart_problems(name, f"domain.counterparts[{i}]")
         ids = [i.id for i in self.issues]
         for i, issue in enumerate(self.issues):
             p += self._issue_problems(i, issue)
@@ -365,6 +400,7 @@ class NegotiationDomain(Domain):
             for j, line in enumerate(getattr(self.messages, name)):
                 path = f"domain.messages.{name}[{j}]"
                 p += bad_placeholders(line, allowed, path, required=required)
+                p += _reply_problems(line, path)
         p += too_few(self.messages.final, 2, "domain.messages.final", "(ECI 3 bluffs 'final' offers: real and "
                      "bluffed ones must share their wording)")
         return p

@@ -63,6 +63,7 @@ SQL_KEYWORDS = frozenset(_SQL_WORDS.split())
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=60)]
 Word = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
 Op = Literal["sum", "count", "difference", "percent", "average"]
+SUBJECT_KEY = "(subject id)"  # the record table's column naming a subject: the subject table's key
 _ONE_OPERAND = frozenset({"sum", "count", "average"})  # the ops that read no `against`
 OP_KINDS = {"sum": "amount", "difference": "amount", "average": "amount", "count": "count", "percent": "percent"}
 
@@ -451,11 +452,18 @@ class ReportDomain(Domain):
                                     ("measure.column", r.measure.column),
                                     *((f"columns[{i}].column", a.column) for i, a in enumerate(r.columns))],
         }
-        columns["domain.record_table"].insert(1, ("(subject id)", s.id_column))
+        columns["domain.record_table"].insert(1, (SUBJECT_KEY, s.id_column))
         for table_path, cols in columns.items():
             seen: dict[str, str] = {}
             for field, col in cols:
-                if col in seen:
+                if col in seen and SUBJECT_KEY in (field, seen[col]):
+                    # said at the record's own column, which a repair can rename: said at '(subject id)', the
+                    # daily sales report's record table was rewritten whole and kept 'sale_id' as its key
+                    own = seen[col] if field == SUBJECT_KEY else field
+                    p.append(DomainProblem(path=f"{table_path}.{own}", message=(
+                        f"column {col!r} is the subjects' key (`subject_table.id_column`), which this table holds "
+                        "as a column of its own too: name this column differently")))
+                elif col in seen:
                     p.append(DomainProblem(path=f"{table_path}.{field}", message=(
                         f"column {col!r} is already {seen[col]}: columns of a table must differ")))
                 seen.setdefault(col, field)
@@ -464,7 +472,7 @@ class ReportDomain(Domain):
                 p.append(DomainProblem(path="domain.subject_table.id_column", message=(
                     f"{s.id_column!r} clashes with the {table} table's own columns {fixed}")))
         for path, word in [*named.items(), *((f"{t}.{f}", c) for t, cols in columns.items() for f, c in cols
-                                             if f != "(subject id)")]:
+                                             if f != SUBJECT_KEY)]:
             if word in SQL_KEYWORDS:
                 p.append(DomainProblem(path=path, message=f"{word!r} is an SQL keyword: every query naming it "
                                        "would fail; pick another name (e.g. a plural or a suffix)"))
