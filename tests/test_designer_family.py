@@ -114,6 +114,9 @@ class ScriptedModel:
             return value
         if text.startswith("An earlier version"):
             return {"ok": True}
+        if (match := re.search(r"Name three other values for `(\w+)`", text)):  # an identifier of a record
+            n = "".join(chr(97 + int(d)) for d in str(len(self.asked)))
+            return {"values": [f"{match.group(1)}_{n}_{suffix}" for suffix in ("one", "two", "three")]}
         if (match := re.search(r"\n\n`(\w+)` has a problem", text)):  # one header text, asked for aside
             return {"text": self.world[match.group(1)]}
         raise AssertionError(f"the scripted model does not know how to answer: {text[:300]} ... {text[-400:]}")
@@ -2162,7 +2165,8 @@ def _filled_designer(llm, family_name: str, draft_name: str, example_name: str) 
     draft = family.load_example(draft_name)
     designer._family, designer._example, designer._others = family, family.load_example(example_name), []
     designer._pieces = plan_pieces(family.domain, designer._example, split_records=True)
-    designer._session = Session(designer.backend, [])
+    designer._session = Session(designer.backend, [{"role": "system", "content": "You design."},
+                                                   {"role": "user", "content": "The task: a task"}])
     counts = {}
     for piece in designer._pieces:
         value = getattr(draft, piece.field) if piece.field else None
@@ -2204,3 +2208,43 @@ def test_an_item_with_problems_left_is_dropped_only_where_the_list_keeps_enough_
 
     assert len(drop("daily_report", "weekly_warehouse_report")) == 4  # the 4 the tiers need: kept
     assert len(drop("weekly_warehouse_report", "daily_report")) == 5  # 6, one to spare: dropped
+
+
+def test_a_record_written_list_by_list_keeps_each_lines_own_bounds():
+    # an inventory notice is 10 characters at least: asked for with 5, a 7-character signal failed the parse
+    family = get_family("inventory")
+    example = family.load_example(sorted(family.examples())[0])
+    parts = {p.part: p for p in plan_pieces(family.domain, example, split_records=True) if p.part}
+    assert set(parts) == {"drift_notices", "demand_signals", "promotions"}
+    for name, piece in parts.items():
+        line = piece.model.model_json_schema()["properties"]["items"]["items"]
+        assert line["minLength"] == 10 and line["maxLength"] <= 240, (name, line)
+    assert not any(p.part for p in plan_pieces(family.domain, example))  # an endpoint writes the record whole
+
+
+def test_an_identifier_of_a_record_copied_or_clashing_is_chosen_among_three_not_the_record_rewritten(llm):
+    # the daily sales report at 8b5b03c+: its header rewritten whole four times kept the warehouse example's
+    # `week_start`, and its record table kept `sale_id`, the subjects' key too
+    designer = _filled_designer(llm, "report", "daily_report", "weekly_warehouse_report")
+    header = next(p for p in designer._pieces if p.path == "domain.header")
+    records = next(p for p in designer._pieces if p.path == "domain.record_table")
+    subject_key = next(p for p in designer._pieces if p.path == "domain.subject_table").value.id_column
+    header.value = header.value.model_copy(update={"date_field": "week_start"})
+    records.value = records.value.model_copy(update={"id_column": subject_key})
+    problems = {p.path: p for p in designer._check()}
+    asked = []
+
+    def respond(body: dict) -> Scripted:
+        asked.append(body["messages"][-1]["content"])
+        if "date_field" in asked[-1]:
+            return Scripted(json.dumps({"values": ["week_start", "sale_day", "trading_day"]}))
+        return Scripted(json.dumps({"values": [subject_key, "receipt_no", "line_id"]}))
+
+    llm.responder = respond
+    done: set[str] = set()
+    assert designer._rename_in_record(problems["domain.header.date_field"], done)
+    assert designer._rename_in_record(problems["domain.record_table.id_column"], done)
+    assert header.value.date_field == "sale_day" and records.value.id_column == "receipt_no"  # the first that clears
+    assert len(asked) == 2 and all("Name three other values" in a for a in asked)
+    left = {p.path for p in designer._check()}
+    assert not {"domain.header.date_field", "domain.record_table.id_column"} & left

@@ -221,3 +221,16 @@ def test_a_scheduling_rule_is_asked_for_as_one_alternative_per_kind_with_its_tex
     rule = {"kind": "site_ends_by", "text": "{site} closes at {time} for deep cleaning", "task_types": [],
             "targets": ["sites_2"]}
     assert piece.model.model_validate(rule).targets == ["sites_2"]
+
+
+def test_a_required_placeholder_comes_first_or_after_a_space_or_a_mark_never_inside_a_word():
+    # forced in where its stretch ran out, the supplier's 1.5B wrote 'Please{offer}.', 'a 21{offer}' and
+    # 'the packaging terms{top} meet our needs'
+    offer = python_pattern((("counterpart", "subject", "offer"), ("offer",)), 120)
+    for glued in ("Please{offer}.", "a 21{offer} and more", "We offer{offer}"):
+        assert not offer.fullmatch(encoded(glued)), glued
+    for text in ("{offer} is ours.", "Agreed: {offer}. Fine.", "We can do ({offer}).", "So {offer}, {counterpart}."):
+        assert offer.fullmatch(encoded(text)), text
+    top = python_pattern((("top", "least"), ("top",)), 200)
+    assert top.fullmatch("Honestly, {top} matters; {least} less.") and top.fullmatch("{least} less than {top}.")
+    assert not top.fullmatch("the packaging terms{top} meet our needs; {least} less.")

@@ -563,3 +563,13 @@ def test_the_draft_tidy_drops_price_breaks_that_are_no_discount():
     breaks.insert(0, {"min_quantity": 240, "unit_price": 3.1})  # the minimum order at the list price
     breaks.insert(2, {"min_quantity": 900, "unit_price": 2.99})  # dearer than the break before it
     assert InventoryDomain.tidy(draft) == sound
+
+
+def test_a_name_that_lists_its_records_fields_is_a_problem():
+    # the warehouse's 1.5B at 8b5b03c: an item named 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, ...'
+    data = FAMILY.load_example(sorted(FAMILY.examples())[0]).model_dump(mode="json")
+    data["items"][0]["name"] = "Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, 1.5, 0.0125"
+    problems = {p.path: p.message for p in FAMILY.domain.model_validate(data).problems()}
+    assert "lists the record's fields" in problems["domain.items[0].name"]
+    data["items"][0]["name"] = "stretch wrap film, 500 mm x 300 m, cast, clear"  # commas, one figure: a name
+    assert "domain.items[0].name" not in {p.path for p in FAMILY.domain.model_validate(data).problems()}

@@ -468,7 +468,8 @@ class FamilyDomainDesigner(PieceRepairs):
                 if (self._rename_if_key(problem) or self._default_name(problem)
                         or self._choose_defined(problem, parts) or self._drop_surplus(problem)
                         or self._top_up(problem) or self._rename_nested(problem) or self._reword(problem)
-                        or self._rename_listed(problem, parts) or self._rewrite_text(problem, parts)
+                        or self._rename_listed(problem, parts) or self._rename_in_record(problem, parts)
+                        or self._rewrite_text(problem, parts)
                         or self._deepen(problem) or self._rewrite_part(problem, parts)):
                     continue
                 for piece in owner(problem.path, self._pieces):

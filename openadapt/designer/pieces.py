@@ -149,8 +149,9 @@ def _line_lists(record: type[BaseModel], example: BaseModel) -> dict[str, type[B
         low = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
         (line,) = typing.get_args(info.annotation)
         bound = next((m.max_length for m in _metadata(line) if getattr(m, "max_length", None)), MAX_FREE_CHARS)
+        shortest = next((m.min_length for m in _metadata(line) if getattr(m, "min_length", None)), 5)
         cap = min(bound, max(100, len(max(lines, key=len, default="")) * 4 // 3))
-        item = Annotated[str, Field(min_length=5, max_length=cap)]
+        item = Annotated[str, Field(min_length=shortest, max_length=cap)]
         parts[name] = create_model(f"{name.title().replace('_', '')}List", items=(
             list[item], Field(min_length=low, max_length=low, description=info.description)))
     return parts

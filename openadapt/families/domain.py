@@ -209,6 +209,9 @@ class Domain(DomainPart):
             elif path.endswith("agent_role") and set(re.findall(r"[a-z]+", text.lower())) <= _AGENT_WORDS:
                 yield DomainProblem(path=path, message=f"{text!r} names the agent being trained, not who it is in "
                                     "this world: write its job here, as the people of this world call it")
+            elif path.endswith(".name") and _listed_fields(text):
+                yield DomainProblem(path=path, message=f"{text[:60]!r} lists the record's fields, not its name: "
+                                    "write what this world calls it")
             elif is_prose(text) and (glued := _GLUED.search(text)):
                 yield DomainProblem(path=path, message=f"this text glues a placeholder to the word before it "
                                     f"({glued.group(0)!r}): a space or the words it needs go between them")
@@ -255,6 +258,13 @@ _GLUED = re.compile(r"[A-Za-z]+\{[a-z_]+\}")
 _TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
 _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
+
+
+def _listed_fields(text: str) -> bool:
+    """Whether a name is its record's fields run together, two or more of them figures: the warehouse's 1.5B named
+    an item 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, 1.5, 0.0125'."""
+    parts = [p.strip() for p in text.split(",")]
+    return len(parts) >= 4 and sum(bool(re.fullmatch(r"-?\d+(?:\.\d+)?", p)) for p in parts) >= 2
 
 
 def without_tasked(text: str) -> str:

@@ -197,6 +197,31 @@ class RecordRepairs(RepairBase):
         piece.value = before
         return False
 
+    def _rename_in_record(self, problem: DomainProblem, done: set[str]) -> bool:
+        """An identifier of a record of the domain (`header.date_field`, `record_table.id_column`) copied from the
+        worked example or clashing with another name is chosen among three values (`_other_value`), not the
+        whole record written again: rewritten whole four times over two attempts, the daily sales report's
+        header kept the warehouse example's `week_start` and its record table kept `sale_id`, the subjects' key
+        too (2026-12-06)."""
+        match = re.match(r"^domain\.(\w+)\.(\w+)$", problem.path)
+        if not match or not (is_copy(problem.message) or "already" in problem.message
+                             or "differently" in problem.message):
+            return False
+        piece = next((p for p in self._pieces if p.path == f"domain.{match.group(1)}" and not p.keys
+                      and p.part is None and p.value is not None), None)
+        field = match.group(2)
+        if piece is None or field not in piece.model.model_fields or problem.path in done:
+            return piece is not None and problem.path in done
+        info = piece.model.model_fields[field]
+        if not any(getattr(m, "pattern", None) for m in info.metadata):
+            return False  # identifiers only: a text is asked for again aside (`_rewrite_text`)
+        done.add(problem.path)
+
+        def put(value: typing.Any) -> None:
+            piece.value = value
+
+        return self._other_value(piece.path, piece.value, field, [unquoted(problem.message)], put)
+
     def _holder_of(self, field: str, index: int) -> tuple[typing.Any, bool]:
         """The piece that holds item `index` of the list `field`, and whether it is the whole list written as one
         piece (then the item is `value.items[index]`); (None, False) when neither is written."""
