@@ -2196,7 +2196,7 @@ def _filled_designer(llm, family_name: str, draft_name: str, example_name: str) 
 
 
 def test_an_item_with_problems_left_is_dropped_only_where_the_list_keeps_enough_without_it(llm):
-    # the daily sales report at 46ad1cf: a KPI with two problems was dropped for one, 'kpis: has 3 item(s); at
+    # the daily sales report at 91559cc: a KPI with two problems was dropped for one, 'kpis: has 3 item(s); at
     # least 4 are needed', and the time ran out rewriting the others to make up for it
     def drop(draft: str, example: str) -> list[str]:
         designer = _filled_designer(llm, "report", draft, example)
@@ -2223,7 +2223,7 @@ def test_a_record_written_list_by_list_keeps_each_lines_own_bounds():
 
 
 def test_an_identifier_of_a_record_copied_or_clashing_is_chosen_among_three_not_the_record_rewritten(llm):
-    # the daily sales report at 8b5b03c+: its header rewritten whole four times kept the warehouse example's
+    # the daily sales report at bf6952d: its header rewritten whole four times kept the warehouse example's
     # `week_start`, and its record table kept `sale_id`, the subjects' key too
     designer = _filled_designer(llm, "report", "daily_report", "weekly_warehouse_report")
     header = next(p for p in designer._pieces if p.path == "domain.header")

@@ -566,7 +566,7 @@ def test_the_draft_tidy_drops_price_breaks_that_are_no_discount():
 
 
 def test_a_name_that_lists_its_records_fields_is_a_problem():
-    # the warehouse's 1.5B at 8b5b03c: an item named 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, ...'
+    # the warehouse's 1.5B at bf6952d: an item named 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, ...'
     data = FAMILY.load_example(sorted(FAMILY.examples())[0]).model_dump(mode="json")
     data["items"][0]["name"] = "Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, 1.5, 0.0125"
     problems = {p.path: p.message for p in FAMILY.domain.model_validate(data).problems()}

@@ -669,7 +669,7 @@ def test_a_counterpart_is_one_person_with_a_name_and_a_subject_is_three_words_or
 
 
 def test_a_reply_that_reads_as_code_or_stops_mid_sentence_is_a_problem():
-    # the packaging supplier's 1.5B at 46ad1cf: 'timeouts[0] = {rounds} emails.', '... of transparency. We,'
+    # the packaging supplier's 1.5B at 91559cc: 'timeouts[0] = {rounds} emails.', '... of transparency. We,'
     from openadapt.families.negotiation.domain import NegotiationDomain
 
     data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
@@ -683,3 +683,16 @@ def test_a_reply_that_reads_as_code_or_stops_mid_sentence_is_a_problem():
     data["messages"]["final"][0] = "We would like to discuss this further. Please{offer}."
     problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
     assert "glues a placeholder to the word before it ('Please{offer}')" in problems["domain.messages.final[0]"]
+
+
+def test_the_tidy_cuts_a_reply_stopped_mid_sentence_back_to_its_whole_sentences():
+    # the supplier's 1.5B at cf10fa9, asked for its 'insulted' line three times: '... of transparency. We,'
+    from openadapt.families.negotiation.domain import NegotiationDomain
+
+    data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    data["messages"]["insulted"][0] = "That is far below our costs. We,"
+    data["messages"]["insulted"][1] = "We cannot go anywhere near 1.5 EUR and"  # no whole sentence: left, a problem
+    tidied = NegotiationDomain.tidy(data)["messages"]["insulted"]
+    assert tidied == ["That is far below our costs.", "We cannot go anywhere near 1.5 EUR and"]
+    problems = {p.path for p in NegotiationDomain.model_validate(NegotiationDomain.tidy(data)).problems()}
+    assert problems == {"domain.messages.insulted[1]"}

@@ -780,7 +780,7 @@ def test_the_metrics_are_named_before_they_are_written():
 
 
 def test_a_record_key_that_is_the_subjects_key_is_named_at_the_records_own_column():
-    # the daily sales report at 46ad1cf: subjects keyed 'sale_id' and records keyed 'sale_id', said at the
+    # the daily sales report at 91559cc: subjects keyed 'sale_id' and records keyed 'sale_id', said at the
     # record table's '(subject id)', and the record table rewritten whole kept it
     def clash(d):
         d["record_table"]["id_column"] = d["subject_table"]["id_column"]

@@ -210,8 +210,18 @@ def _counterpart_problems(name: str, path: str) -> list[DomainProblem]:
     return []
 
 
-_CODE = re.compile(r"\w\[\d+\]|\s=\s|^\w+: '")  # 'timeouts[0] = {rounds} emails.', "time: 10:00 AM, subject: '..."
+_CODE = re.compile(r"\w\[\d+\]|\s=\s|\b\w+: '")  # 'timeouts[0] = {rounds} emails.', "time: 10:00 AM, subject: '..."
 _SENTENCE_END = (".", "!", "?", ")", "'", '"', "}")
+
+
+def _whole_sentences(line: str) -> str:
+    """A reply stopped at its bound mid-sentence, cut back to the whole sentences before: the supplier's 1.5B,
+    asked for its replies list by list and each line again, wrote '... is the lack of transparency. We,' three
+    times running. Unchanged where it ends a sentence, or has no whole one."""
+    if line.rstrip().endswith(_SENTENCE_END):
+        return line
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", line)]
+    return line[:ends[-1]] if ends else line
 
 
 def _reply_problems(line: str, path: str) -> list[DomainProblem]:
@@ -270,8 +280,12 @@ class NegotiationDomain(Domain):
         the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40. Where three or more
         personas all weigh one term highest, the last one's two highest weights change places (the supplier's 1.5B
         gave all three the worked example's weights): the check asks two different top priorities. A subject's
-        capitalised first article is lower-cased (it is said mid-sentence)."""
+        capitalised first article is lower-cased (it is said mid-sentence). A reply that stops mid-sentence after
+        a whole one keeps its whole sentences (`_whole_sentences`)."""
         data = dict(data)
+        if isinstance(data.get("messages"), dict):
+            data["messages"] = {k: [_whole_sentences(t) if isinstance(t, str) else t for t in v]
+                                if isinstance(v, list) else v for k, v in data["messages"].items()}
         if isinstance(data.get("subjects"), list):  # a subject is said mid-sentence: 'An order' -> 'an order'
             data["subjects"] = [_ARTICLE.sub(lambda m: m.group(1).lower() + " ", s.strip()) if isinstance(s, str)
                                 else s for s in data["subjects"]]
