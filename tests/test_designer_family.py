@@ -2240,11 +2240,14 @@ def test_an_identifier_of_a_record_copied_or_clashing_is_chosen_among_three_not_
             return Scripted(json.dumps({"values": ["week_start", "sale_day", "trading_day"]}))
         return Scripted(json.dumps({"values": [subject_key, "receipt_no", "line_id"]}))
 
-    llm.responder = respond
+    llm.responder = lambda body: Scripted(json.dumps({"values": ["week_start"] * 3}))  # none clears it
     done: set[str] = set()
+    assert not designer._rename_in_record(problems["domain.header.date_field"], done)
+    assert not done and header.value.date_field == "week_start"  # left to the later repairs of the round
+    llm.responder = respond
     assert designer._rename_in_record(problems["domain.header.date_field"], done)
     assert designer._rename_in_record(problems["domain.record_table.id_column"], done)
     assert header.value.date_field == "sale_day" and records.value.id_column == "receipt_no"  # the first that clears
-    assert len(asked) == 2 and all("Name three other values" in a for a in asked)
+    assert len(asked) == 2 and all("Name three other values" in a for a in asked)  # one request each
     left = {p.path for p in designer._check()}
     assert not {"domain.header.date_field", "domain.record_table.id_column"} & left

@@ -220,7 +220,10 @@ class RecordRepairs(RepairBase):
         def put(value: typing.Any) -> None:
             piece.value = value
 
-        return self._other_value(piece.path, piece.value, field, [unquoted(problem.message)], put)
+        if self._other_value(piece.path, piece.value, field, [unquoted(problem.message)], put):
+            return True
+        done.discard(problem.path)  # none of the three clears it: the later repairs may still take it
+        return False
 
     def _holder_of(self, field: str, index: int) -> tuple[typing.Any, bool]:
         """The piece that holds item `index` of the list `field`, and whether it is the whole list written as one
