@@ -1647,13 +1647,20 @@ def test_a_line_that_is_its_fields_own_example_is_asked_for_again_aside_without_
     assert "the example in this field's description" in ask[1]["content"]
 
 
+def _freight_world() -> dict:
+    """The freight example with as many terms as the designer asks for (the shown example's count); the trimmed
+    world leaves problems of its own, beside the point of the tests that use it."""
+    world = get_family("negotiation").load_example("freight_rate").model_dump(mode="json")
+    world["issues"] = world["issues"][:3]
+    for persona in world["personas"]:
+        persona["weights"] = {i["id"]: persona["weights"][i["id"]] for i in world["issues"]}
+    return world
+
+
 def test_a_list_of_lines_in_a_record_left_short_is_completed_line_by_line(llm):
     # the packaging supplier's `messages.anchors`: one line each time the whole record was written again
     task = "Train an agent to negotiate road freight contract rates with a haulier"  # shown the supplier example
-    world = get_family("negotiation").load_example("freight_rate").model_dump(mode="json")
-    world["issues"] = world["issues"][:3]  # as many as the designer asks for (the shown example's count)
-    for persona in world["personas"]:  # (the trimmed world leaves problems of its own, beside the point here)
-        persona["weights"] = {i["id"]: persona["weights"][i["id"]] for i in world["issues"]}
+    world = _freight_world()
     first = world["messages"]["anchors"][0]
     new = "Most of our accounts sign at {value} without a second thought."
 
@@ -1677,10 +1684,7 @@ def test_the_local_model_writes_a_record_of_many_lists_of_lines_one_list_at_a_ti
     # asked for the supplier's 11 lists of replies at once, the 1.5B wrote 2,979 tokens in 258 s, notes about the
     # JSON from the second line on ('{offer} is a placeholder for the actual offer ...')
     task = "Train an agent to negotiate road freight contract rates with a haulier"
-    world = get_family("negotiation").load_example("freight_rate").model_dump(mode="json")
-    world["issues"] = world["issues"][:3]
-    for persona in world["personas"]:
-        persona["weights"] = {i["id"]: persona["weights"][i["id"]] for i in world["issues"]}
+    world = _freight_world()
     first = world["messages"]["anchors"][0]
     new = "Most of our accounts sign at {value} without a second thought."
 

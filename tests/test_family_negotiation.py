@@ -404,6 +404,11 @@ def test_prompts_render_and_actions_round_trip(supplier):
 
 
 # ---- domain validation ------------------------------------------------------------------------------------------
+def _semantic_problems(data):
+    """The problems of a domain that parses, by path."""
+    return {p.path: p.message for p in FAMILY.domain.model_validate(data).problems()}
+
+
 def _problems(data):
     with pytest.raises(DomainError) as err:
         FAMILY.parse_domain(data)
@@ -598,11 +603,11 @@ def test_a_text_restating_the_task_about_an_ai_agent_is_a_problem_outside_a_role
     summary = data["summary"]
     data["summary"] = "An AI agent is tasked with negotiating price and delivery terms with a packaging supplier."
     data["agent_role"] = "an AI agent buying packaging for a bakery"
-    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    problems = _semantic_problems(data)
     assert "speaks of the agent being trained" in problems["domain.summary"]
     assert "domain.agent_role" not in problems  # the agent's role may say what the agent is
     data["summary"] = "The buyer is an AI that orders boxes for a bakery from its packaging supplier."
-    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    problems = _semantic_problems(data)
     assert "('an AI')" in problems["domain.summary"]
     data["summary"] = summary
     assert not NegotiationDomain.model_validate(data).problems()
@@ -618,7 +623,7 @@ def test_a_role_that_is_only_the_agent_and_a_note_about_the_json_are_problems():
     data["title"] = "Negotiation Environment AI"
     data["messages"]["counter"][1] = "**Note:** {offer} is a placeholder for the actual offer of the supplier."
     data["messages"]["opening"][2] = "For {subject} we can offer {offer}. The above JSON is a template."
-    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    problems = _semantic_problems(data)
     assert "names the agent being trained" in problems["domain.agent_role"]
     assert "names the package being built ('Environment')" in problems["domain.title"]
     assert "('**')" in problems["domain.messages.counter[1]"]
@@ -657,7 +662,7 @@ def test_a_counterpart_is_one_person_with_a_name_and_a_subject_is_three_words_or
     data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
     data["counterparts"][0] = "John Doe (Supplier's Representative), Jane Smith (Customer's Representative)"
     data["counterparts"][1] = "John Doe (Kartonwerk Lenz)"
-    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    problems = _semantic_problems(data)
     assert "names more than one person" in problems["domain.counterparts[0]"]
     assert "'John Doe' is a stand-in" in problems["domain.counterparts[1]"]
     for vague in ("a negotiation", "a delivery term"):
@@ -670,18 +675,17 @@ def test_a_counterpart_is_one_person_with_a_name_and_a_subject_is_three_words_or
 
 def test_a_reply_that_reads_as_code_or_stops_mid_sentence_is_a_problem():
     # the packaging supplier's 1.5B at 91559cc: 'timeouts[0] = {rounds} emails.', '... of transparency. We,'
-    from openadapt.families.negotiation.domain import NegotiationDomain
 
     data = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
     data["messages"]["timeline"][0] = "timeouts[0] = {rounds} emails."
     data["messages"]["insulted"][0] = "One of the most frustrating aspects is the lack of transparency. We,"
     data["messages"]["counter"][0] = "time: '10:00 AM', subject: 'Price{offer}', message: 'We can'"
-    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    problems = _semantic_problems(data)
     assert "reads as code or fields ('s[0]')" in problems["domain.messages.timeline[0]"]
     assert "stops mid-sentence" in problems["domain.messages.insulted[0]"]
     assert "reads as code or fields" in problems["domain.messages.counter[0]"]
     data["messages"]["final"][0] = "We would like to discuss this further. Please{offer}."
-    problems = {p.path: p.message for p in NegotiationDomain.model_validate(data).problems()}
+    problems = _semantic_problems(data)
     assert "glues a placeholder to the word before it ('Please{offer}')" in problems["domain.messages.final[0]"]
 
 
