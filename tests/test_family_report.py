@@ -729,6 +729,23 @@ def test_other_domain_errors_name_the_field():
     assert "second operand" in problems["domain.kpis[0].against"]
 
 
+def test_the_report_itself_as_its_subject_names_the_field():
+    # the daily sales report's 1.5B: subject noun 'daily sales report', a subject and a category named so too
+    def edit(d):
+        d.update(subject_noun="daily sales report")
+        d["subject_names"][3] = "Daily Sales Report"
+        d["categories"][1]["name"] = "daily_sales_report"
+    problems = _edit(edit)
+    assert "is the report itself" in problems["domain.subject_noun"]
+    assert "names a report, not a subject" in problems["domain.subject_names[3]"]
+    assert "names a report" in problems["domain.categories[1].name"]
+    assert not any(path.startswith("domain.subject_names[") and path != "domain.subject_names[3]"
+                   for path in problems)
+    title = _seed_data()["report_types"][0]["title"]
+    problems = _edit(lambda d: d["subject_names"].__setitem__(0, title))  # a report type's title as a subject
+    assert "names a report" in problems["domain.subject_names[0]"]
+
+
 def test_every_schema_field_is_described_and_bounded():
     from pydantic import BaseModel
 

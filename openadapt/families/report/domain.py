@@ -341,6 +341,7 @@ class ReportDomain(Domain):
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
         p += self._variety_problems()
+        p += self._subject_problems()
         p += self._name_problems()
         p += self._table_problems()
         p += self._computation_problems()
@@ -381,6 +382,29 @@ class ReportDomain(Domain):
                     p.append(DomainProblem(path=f"{at}.amount[{j}]", message=(
                         f"{bound} needs at most {self.record_table.measure.decimals} decimal(s) and must be "
                         "below 10^12 minor units")))
+        return p
+
+    def _subject_problems(self) -> list[DomainProblem]:
+        """The subject is what one report is about (a store, a customer), never the report or its kinds: the
+        daily sales report's 1.5B made 'daily sales report' its subject noun, its report types and a category,
+        and listed the report's readers ('Store Managers', 'Sales Team') as the subjects."""
+        p: list[DomainProblem] = []
+        about = "one subject"
+        if _REPORT_WORD.search(self.subject_noun):
+            p.append(DomainProblem(path="domain.subject_noun", message=(
+                f"{self.subject_noun!r} is the report itself: the subject is what one report is about, e.g. "
+                "'store' for a report per store, 'customer' for a statement per customer")))
+        else:
+            about = f"one {self.subject_noun}"
+        titles = {t.title.casefold() for t in self.report_types} | {t.code for t in self.report_types}
+        for i, name in enumerate(self.subject_names):
+            if _REPORT_WORD.search(name) or name.casefold() in titles:
+                p.append(DomainProblem(path=f"domain.subject_names[{i}]", message=(
+                    f"{name!r} names a report, not a subject: each name is {about} a report is about")))
+        for i, cat in enumerate(self.categories):
+            if _REPORT_WORD.search(cat.name.replace("_", " ")) or cat.name in titles:
+                p.append(DomainProblem(path=f"domain.categories[{i}].name", message=(
+                    f"{cat.name!r} names a report: a category is a kind of {self.records_noun} the report counts")))
         return p
 
     def _name_problems(self) -> list[DomainProblem]:
@@ -530,6 +554,9 @@ class ReportDomain(Domain):
         for i, kpi in enumerate(self.kpis):
             p += bad_placeholders(kpi.formula, (), f"domain.kpis[{i}].formula")
         return p
+
+
+_REPORT_WORD = re.compile(r"\breports?\b", re.IGNORECASE)
 
 
 def slugify(name: str) -> str:
