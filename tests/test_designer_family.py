@@ -581,6 +581,32 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     assert not any(".tools." in p.path for p in found)  # a record of names any world may use is not judged
 
 
+def test_a_text_that_speaks_of_the_examples_things_by_name_is_a_copy():
+    # the packaging supplier, four runs of 2026-12-05/06: its terms' phrases and tells spoke of the freight
+    # example's 'linehaul rate' and 'fuel surcharge' ('a linehaul rate of {value} EUR'), too short for a phrase run
+    family = get_family("negotiation")
+    example = family.load_example("freight_rate")
+    others = [family.load_example("supplier_email")]
+    draft = get_family("negotiation").load_example("supplier_email").model_dump(mode="json")
+    task = "Train an agent to negotiate price and delivery terms with a packaging supplier by email"
+    def from_example(draft, task):
+        return {p.path: p.message for p in copied_from_example(draft, example, others, task)
+                if "worked example" in p.message}
+
+    assert not from_example(draft, task)  # the other example's world is its own
+    draft["issues"][0]["phrase"] = "a linehaul rate of {value} EUR"
+    draft["issues"][1]["priority_tells"][0] = "The Fuel Surcharges are crucial for our operations."
+    draft["issues"][2]["label"] = "free waiting hours of {value} days"
+    flagged = from_example(draft, task)
+    assert "'linehaul rate' from the worked example" in flagged["domain.issues[0].phrase"]
+    assert "'fuel surcharge' from the worked example" in flagged["domain.issues[1].priority_tells[0]"]
+    assert "'free waiting hours' from the worked example" in flagged["domain.issues[2].label"]
+    assert len(flagged) == 3
+    # a name of the example made of the task's words is this world's too: a freight task may speak of its rate
+    freight = "Train an agent to negotiate the linehaul rate and fuel surcharge with a road carrier"
+    assert set(from_example(draft, freight)) == {"domain.issues[2].label"}
+
+
 def test_a_name_extends_another_when_it_is_that_name_numbered_or_with_words_added():
     from openadapt.families.domain import extends
 

@@ -64,6 +64,14 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     theirs_worldly = {v.lower() for _, v in iter_texts(example) if _worldly(v)} - common
     anyones = tuple(f"domain.{name}." for name, info in type(example).model_fields.items()
                     if is_model(info.annotation) and _all_defaults(info.annotation))
+    # The example's things by name in any text: its terms 'linehaul rate' and 'fuel surcharge' (ids `linehaul_rate`,
+    # labels) in a packaging supplier's term phrases and priority tells ('The linehaul rate is crucial for our
+    # operations.'), which no phrase run caught (too short). Names of two words or more, one of them the example's
+    # world's own (not everyone's, not the task's): 'payment terms' or 'api gateway' are anyone's.
+    entities = {tuple(_words(v.replace("_", " "))): v.replace("_", " ")
+                for v in [*sorted(theirs_bases), *sorted(theirs_names)]}  # a name as the example spells it
+    theirs_things = {e: shown for e, shown in entities.items() if len(e) >= 2 and any(
+        w[0] != "{" and w not in _SHORT_WORDS and w not in everyones and w not in task_words for w in e)}
     problems = []
     for path, value in _iter_json_texts(data):
         named = ENTITY_NAME.match(path) is not None
@@ -81,6 +89,9 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
         elif (taken := ([r for r in phrases(value) if r in theirs_runs] if len(value) >= 40 else [])
               + [r for r in _rare_runs(value, everyones) if r in theirs_templates]):
             problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
+                                          "worked example: write it in this task's world's own words"))
+        elif _is_sentence(value) and (things := [t for t in theirs_things if _holds(_words(value), t)]):
+            problems.append(DomainProblem(path=path, message=f"this text takes {theirs_things[min(things)]!r} from the "
                                           "worked example: write it in this task's world's own words"))
         elif any(marker in value for marker in _FEEDBACK_MARKERS):
             problems.append(DomainProblem(path=path, message="this text repeats the designer's feedback instead of "
@@ -230,6 +241,16 @@ def _is_text(value: str) -> bool:
     """Long enough to be somebody's sentence rather than a word any world uses ('the platform on-call engineer'
     is; 'endpoints ready' is not)."""
     return len(value) >= 20 and len(value.split()) >= 3
+
+
+def _is_sentence(value: str) -> bool:
+    """Words with spaces between them (a phrase, a label, a sentence), not an identifier."""
+    return " " in value.strip()
+
+
+def _holds(words: list[str], run: tuple[str, ...]) -> bool:
+    n = len(run)
+    return any(tuple(words[i:i + n]) == run for i in range(len(words) - n + 1))
 
 
 def _runs(text: str) -> set[tuple[str, ...]]:
