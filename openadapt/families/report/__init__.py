@@ -30,11 +30,8 @@ FAMILY = register_family(Family(
           "subject's counted records of the period into fields and KPI rows, renders a PDF and sends it to the "
           "right recipient through a mail API that can fail. Not for free-text summaries, for reconciling two "
           "sources against each other, or for answering one-off questions with SQL"),
-    # the subject first: asked only for records, figures and readers, the daily sales report's 1.5B took the
-    # readers ('Store Managers', 'Sales Team') for the subjects and the report itself for the subject noun
-    brief=("name what one report is about (its subject: one customer, one warehouse, one ward; not its readers)"
-           " and a few real ones, the records it is built from and their kinds, the figures and KPIs it shows,"
-           " and who reads it for what"),
+    brief=("name the records this report is built from, the figures and KPIs it shows, and who reads it for"
+           " what"),
     domain=ReportDomain,
     environment=ReportEnvironment,
     models=models,
