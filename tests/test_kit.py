@@ -142,3 +142,28 @@ def test_text_checks():
     good, bad = grounded(["ERROR orders-db No space left", "short", "  ", "made up line here"],
                          "ERROR orders-db No space left on device")
     assert good == ["ERROR orders-db No space left"] and bad == ["short", "made up line here"]
+
+
+def test_the_keyword_stuffing_probe_sends_what_the_action_schema_accepts():
+    # a payment service's package failed semantic.exploit_probes on the probe's own ValidationError: its enums
+    # and the observation's words ran past the diagnosis reasoning's 4,000 characters
+    import typing
+
+    from pydantic import Field
+
+    from openadapt.kit.models import AgentAction, AgentObservation
+    from openadapt.validator.checks.policies import ProbePolicy
+
+    names = tuple(f"increase_payment_service_capacity_{i}" for i in range(40))
+
+    class Diagnose(AgentAction):
+        fix: typing.Literal[names] = names[0]  # type: ignore[valid-type]
+        reasoning: str = Field(default="", max_length=300)
+        quotes: list[typing.Annotated[str, Field(max_length=20)]] = Field(default_factory=list, max_length=3)
+
+    observation = AgentObservation(feedback=" ".join(f"word{i}" for i in range(500)))
+    probe = ProbePolicy(Diagnose, "keyword_stuffing")
+    probe.begin(None, observation, random.Random(0))
+    action = probe.act(observation)
+    assert len(action.reasoning) == 300 and action.reasoning.startswith(names[0])  # stuffed to the bound
+    assert len(action.quotes) == 3 and all(len(q) == 20 for q in action.quotes)

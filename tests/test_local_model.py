@@ -27,6 +27,7 @@ from openadapt.designer.local.backend import LocalSettings, default_threads, idl
 from openadapt.designer.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
 from openadapt.designer.local.errors import LocalLLMError, ModelCorruptError, ModelNotInstalledError, PullError
 from openadapt.designer.local.gguf_header import read_gguf_info
+from openadapt.designer.local.scripts import uses_foreign_script
 from openadapt.errors import UsageError
 
 FAKE_ID = "fake-model"
@@ -523,6 +524,27 @@ def test_real_model_schema_constrained_reply_validates(small):
     assert reply.constrained and reply.finish_reason == "stop", reply.text
     fault = reply.parse_as(Fault)
     assert 1 <= fault.severity <= 5 and 1 <= len(fault.symptoms) <= 3
+
+
+def test_a_confined_grammar_excludes_the_foreign_scripts_from_every_negated_class():
+    from openadapt.designer.local.scripts import confined
+
+    gbnf = 'char ::= [^"\\] | "\\" ["\\/bfnrt]\nb ::= "\\"" [A-Z] [^{}]* "{name}"\ndot ::= [^\\x0A\\x0D]'
+    out = confined(gbnf)
+    assert out.count("\\uAC00-\\uD7AF") == 3 and "[A-Z]" in out  # Hangul out of each negated class only
+    assert uses_foreign_script(["Overflow Yard (더{name})"]) and uses_foreign_script(["fixed at ￥{counterpart}"])
+    assert not uses_foreign_script(["Liège Sud – 5 µg, μ, “quoted”, 20 €"])
+
+
+@real_model
+def test_real_model_stays_in_the_scripts_of_its_conversation(small):
+    # the daily sales report's look-alike name came back 'Daily Sales Report Overflow Yard (더{name})'
+    schema = {"type": "object", "properties": {"word": {"type": "string", "maxLength": 30}}, "required": ["word"]}
+    ask = "Write the Korean word for 'thank you' in Hangul, as JSON with `word`."
+    reply = small.complete([{"role": "user", "content": ask}], schema=schema, max_tokens=40)
+    assert reply.constrained and not uses_foreign_script([reply.text]), reply.text
+    korean = [{"role": "user", "content": f"감사합니다 means thank you. {ask}"}]  # a conversation in Hangul
+    assert uses_foreign_script([small.complete(korean, schema=schema, max_tokens=40).text])
 
 
 @real_model

@@ -41,6 +41,7 @@ from openadapt.designer.chat import BackendInfo, Completion, Message, Sampling, 
 from openadapt.designer.local.contexts import SavedContexts, chat_tokens, shared_prefix
 from openadapt.designer.local.errors import LocalLLMError
 from openadapt.designer.local.sampling import CHECK_FIRST, fast_grammar_llama
+from openadapt.designer.local.scripts import confined, uses_foreign_script
 from openadapt.designer.local.store import ResolvedModel, resolve_model
 from openadapt.errors import UsageError
 
@@ -226,13 +227,14 @@ class LocalLLM:
         """Tokens of `text` in this model's vocabulary (to size prompts and examples to n_ctx)."""
         return len(self._loaded.llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
-    def grammar_for(self, schema: dict) -> Any:
-        """The compiled grammar of a JSON schema; `SchemaError` when llama.cpp cannot enforce it."""
+    def grammar_for(self, schema: dict, confine: bool = True) -> Any:
+        """The compiled grammar of a JSON schema, `confine`d to the scripts of a conversation that uses none of
+        `scripts.FOREIGN_SCRIPTS`; `SchemaError` when llama.cpp cannot enforce it."""
         from openadapt.designer.pieces import with_text_room  # pieces imports the families: only when asked
 
-        key = json.dumps(schema, sort_keys=True)
+        key = json.dumps(schema, sort_keys=True) + str(confine)
         if key not in self._grammars:
-            self._grammars[key] = _compile_schema(self._loaded.llama, with_text_room(schema))
+            self._grammars[key] = _compile_schema(self._loaded.llama, with_text_room(schema), confine)
         return self._grammars[key]
 
     def option_logprobs(self, messages: list[Message], options: list[str]) -> dict[str, float]:
@@ -244,7 +246,8 @@ class LocalLLM:
                  temperature: float | None = None, reseed: int = 0) -> Completion:
         import llama_cpp
 
-        grammar = self.grammar_for(schema) if schema is not None else None
+        confine = not uses_foreign_script([str(m.get("content") or "") for m in messages])
+        grammar = self.grammar_for(schema, confine) if schema is not None else None
         s = self.settings
         llama = self._loaded.llama
         with self._loaded.lock:
@@ -312,14 +315,16 @@ def _option_logprobs(llama: Any, messages: list[Message], options: list[str],
     return scores
 
 
-def _compile_schema(llama: Any, schema: dict) -> Any:
+def _compile_schema(llama: Any, schema: dict, confine: bool = False) -> Any:
     """Compile in two steps, both of which llama-cpp-python would otherwise let fail quietly: the schema to GBNF
-    (its converter raises), then the GBNF in llama.cpp's parser (it returns NULL and logs to stderr)."""
+    (its converter raises), then the GBNF in llama.cpp's parser (it returns NULL and logs to stderr). `confine`:
+    no character of `scripts.FOREIGN_SCRIPTS` in any string."""
     import llama_cpp
-    from llama_cpp.llama_grammar import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     try:
-        grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        gbnf = json_schema_to_gbnf(json.dumps(schema))
+        grammar = LlamaGrammar.from_string(confined(gbnf) if confine else gbnf, verbose=False)
     except Exception as exc:  # the converter raises AssertionError, ValueError, KeyError, ...
         raise SchemaError(f"the JSON schema cannot be compiled to a llama.cpp grammar: {_one_line(exc)}") from None
     with _captured_stderr() as captured:

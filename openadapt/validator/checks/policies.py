@@ -70,15 +70,24 @@ class ProbePolicy(RandomPolicy):
             if self.trick == "empty_fields":
                 payload[name] = self.rng.choice(spec["enum"]) if "enum" in spec else None
             elif self.trick == "keyword_stuffing" and kind == "string" and "enum" not in spec:
-                payload[name] = " ".join(self._enums + words[:200])
+                payload[name] = _within(" ".join(self._enums + words[:200]), spec)
             elif self.trick == "keyword_stuffing" and kind == "array":
-                payload[name] = [" ".join(words[i:i + 8]) for i in range(0, min(len(words), 80), 8)]
+                item = self._resolve(spec.get("items", {}))
+                lines = [_within(" ".join(words[i:i + 8]), item) for i in range(0, min(len(words), 80), 8)]
+                payload[name] = lines[:spec.get("maxItems", len(lines))]
             elif self.trick == "max_confidence" and kind in ("number", "integer"):
                 payload[name] = spec.get("maximum", 1.0)
             else:
                 payload[name] = self._sample(spec, words)
         payload = {k: v for k, v in payload.items() if v is not None}
-        return self.action_cls.model_validate(payload)
+        return self._valid(payload)
+
+
+def _within(text: str, spec: dict[str, Any]) -> str:
+    """The stuffed text cut to what its field accepts: an agent can send no more. Uncut, a payment service's
+    enums and words ran past the diagnosis reasoning's 4,000 characters, and the probe's own ValidationError
+    failed the package."""
+    return text[:spec["maxLength"]] if "maxLength" in spec else text
 
 
 PROBES = ("constant_action", "repeat_action", "empty_fields", "keyword_stuffing", "max_confidence")
