@@ -256,6 +256,23 @@ def test_a_fault_reading_named_twice_and_json_debris_for_a_log_line_are_problems
     assert "JSON or markdown syntax" in problems["domain.noise_lines[1]"]
 
 
+def test_a_text_that_speaks_of_the_environments_tiers_is_a_problem():
+    # the payment service's published package: "On harder tiers, the usual fix may not be effective ..."
+    from openadapt.families import get_family
+    from openadapt.families.domain import DomainError
+
+    data = get_family("diagnosis").load_example("kubernetes_cluster").model_dump(mode="json")
+    fix = data["faults"][0]["constraint"]["fix"]
+    data["faults"][0]["constraint"]["note"] = f"On harder tiers, the usual fix may not be effective ({fix})."
+    data["faults"][1]["runbook"] = "This episode the fix is different: check the node first."
+    with pytest.raises(DomainError) as caught:
+        get_family("diagnosis").parse_domain(data)
+    problems = {p.path: p.message for p in caught.value.problems}
+    assert "speaks of the training environment ('harder tiers')" in problems["domain.faults[0].constraint.note"]
+    assert "('This episode')" in problems["domain.faults[1].runbook"]
+    assert len(problems) == 2
+
+
 
 def test_a_constraint_calling_for_another_faults_usual_fix_is_told_every_usual_fix():
     from openadapt.families import get_family

@@ -215,6 +215,9 @@ class Domain(DomainPart):
             elif is_prose(text) and (glued := _GLUED.search(text)):
                 yield DomainProblem(path=path, message=f"this text glues a placeholder to the word before it "
                                     f"({glued.group(0)!r}): a space or the words it needs go between them")
+            elif said := _MECHANICS.search(text):
+                yield DomainProblem(path=path, message=f"this text speaks of the training environment "
+                                    f"({said.group(0)!r}), not of this world: write what happens here")
             elif said := _FORMAT.search(text):
                 yield DomainProblem(path=path, message=f"this text speaks of the JSON it is written in "
                                     f"({said.group(0)!r}), not of this world: write what this field is here")
@@ -249,6 +252,10 @@ _AGENT_WORDS = frozenset({"a", "an", "the", "ai", "agent", "assistant", "model",
 # template'.
 _FORMAT = re.compile(r"\*\*|\bplaceholders?\b|\b(?:the|this|above) JSON\b|\bJSON (?:is|above|template)\b",
                      re.IGNORECASE)
+# The environment's own mechanics in a world's text: the payment service's published constraint notes read "On
+# harder tiers, the usual fix may not be effective" (the constraint field's description speaks of tiers).
+_MECHANICS = re.compile(r"\b(?:harder|hard|easier|higher|lower) tiers?\b|\bECI ?\d\b|\b(?:this|each|every) episode\b",
+                        re.IGNORECASE)
 _AI_AGENT = re.compile(r"\b(?:an?|the) AI (?:agent|assistant|model)\b", re.IGNORECASE)
 # A title naming the package rather than the world ('Negotiation Environment AI', the supplier's at 8b5b03c).
 _PACKAGE_WORDS = re.compile(r"\b(?:environment|simulation|simulator)s?\b", re.IGNORECASE)
