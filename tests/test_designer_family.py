@@ -877,6 +877,14 @@ def test_a_draft_that_never_parses_is_kept_for_the_user_to_read(llm, world, tmp_
     assert draft["alert"] == "[P2] pressure low on the farm" and len(draft["components"]) == 6
     header = (result.failed_dir / "attempt-1" / "draft.yaml").read_text().splitlines()[:3]
     assert header[0] == "# The domain as drafted; it did not parse:" and "domain.alert" in header[1]
+    # the CLI's last row says what to read and what to try next
+    from openadapt.cli.generate import next_steps
+
+    steps = next_steps(result)
+    assert steps[0] == f"read {result.failed_dir / 'attempt-2' / 'draft.yaml'}: the problems left are at its top"
+    assert "a more capable --model" in steps[1] and "--max-attempts 4" in steps[2]
+    result.provenance.designer.backend = "local"
+    assert "--local-model PATH.gguf" in next_steps(result)[1]
 
 
 def test_a_log_line_repeated_across_items_is_reworded_line_by_line(llm, world):

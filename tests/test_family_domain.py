@@ -124,8 +124,8 @@ def test_a_text_repeating_the_schemas_description_or_breaking_into_another_scrip
 
     family = get_family("diagnosis")
     data = family.load_example("kubernetes_cluster").model_dump(mode="json")
-    data["faults"][0]["constraint"]["note"] = ("If the pressure is low, this is a hidden operational fact that makes "
-                                               "the usual fix wrong for this episode (check_supply)")
+    data["faults"][0]["constraint"]["note"] = ("If the pressure is low, this is a fact about the faulty component that "
+                                               "makes the usual fix wrong and calls for another (check_supply)")
     data["faults"][0]["constraint"]["fix"] = "check_supply"
     # the description's quoted example is a shape a text may take: not an echo
     data["faults"][1]["constraint"]["note"] = ("runbook note: {component} is the only unit of its kind running "
@@ -134,6 +134,8 @@ def test_a_text_repeating_the_schemas_description_or_breaking_into_another_scrip
     data["faults"][1]["constraint"]["fix"] = "shift_to_standby"
     data["components"][0]["note"] = "the main pump of the farm; if it fails the irrigation system will无法供水"
     data["components"][1]["note"] = "农场的主水泵，为灌溉系统供水"  # written in one script: fine
+    data["components"][2]["note"] = "the booster pump runs at a fixed rate of ￥{n} per hour"  # a full-width sign
+    data["components"][3]["note"] = "the well pump feeds the tank при низком давлении"  # Cyrillic
     with pytest.raises(DomainError) as caught:
         family.parse_domain(data)
     problems = {p.path: p.message for p in caught.value.problems}
@@ -141,6 +143,8 @@ def test_a_text_repeating_the_schemas_description_or_breaking_into_another_scrip
     assert "domain.faults[1].constraint.note" not in problems
     assert "breaks into another script ('无法供水')" in problems["domain.components[0].note"]
     assert "domain.components[1].note" not in problems
+    assert "breaks into another script ('￥{n} per hou')" in problems["domain.components[2].note"]
+    assert "breaks into another script ('при низком д')" in problems["domain.components[3].note"]
     text = "pump-5 lifts water from the reservoir. It feeds the channels. If it fails the system will无法"
     assert without_foreign_tail(text) == "pump-5 lifts water from the reservoir. It feeds the channels."
 

@@ -174,6 +174,19 @@ def test_family_is_registered_with_its_examples():
 
 
 # ---- reward on hand-made actions -------------------------------------------------------------------------------
+def test_a_drafted_reference_or_date_column_marked_detail_is_tidied_to_listed():
+    data = FAMILY.load_example("three_way_match").model_dump(mode="json")
+    for column in data["sources"][0]["columns"]:  # the invoice matcher's 1.5B marked every column a detail
+        column["detail"] = column["detail"] or column["role"] in ("reference", "date")
+    details = {c["role"] for c in data["sources"][0]["columns"] if c["detail"]}
+    with pytest.raises(DomainError, match="the reference column must be listed"):
+        FAMILY.parse_domain(data)
+    domain = FAMILY.parse_domain(FAMILY.domain.tidy(data))
+    columns = {c.role: c.detail for c in domain.sources[0].columns}
+    assert not columns["reference"] and not columns["date"]
+    assert {role for role, detail in columns.items() if detail} == details - {"reference", "date"}
+
+
 def test_the_honest_path_scores_full_and_solves(match):
     env = match.env()
     env.reset(seed=3, eci=3)

@@ -90,4 +90,32 @@ def _result_table(result):
             ("tokens", f"{p.usage.prompt_tokens:,} in, {p.usage.completion_tokens:,} out"),
             ("duration", f"{p.duration_s:.1f} s")]
     rows.append(("validation", validation_text(p.validation)) if result.ok else ("why", result.reason or "-"))
+    if not result.ok:
+        rows.append(("next", "\n".join(next_steps(result))))
     return kv_table(f"generate: {result.name}", rows)
+
+
+def next_steps(result) -> list[str]:
+    """What a user can do after a failed design: read the last draft or package, then give the design a better
+    model or more tries. The embedded 1.5B model publishes most diagnosis tasks and few of the other families'
+    (README, "The numbers"), so a larger model is the advice that most often helps."""
+    steps = []
+    attempts = sorted(result.failed_dir.glob("attempt-*"), key=lambda d: int(d.name.split("-")[1])) \
+        if result.failed_dir else []
+    if attempts:
+        last = attempts[-1]
+        if (last / "draft.yaml").is_file():
+            steps.append(f"read {last / 'draft.yaml'}: the problems left are at its top")
+        elif (last / "validation.json").is_file():
+            steps.append(f"read {last / 'validation.json'}: the checks the last package failed")
+    designer = result.provenance.designer
+    if designer.backend == "local":
+        steps.append("give the design a larger model: --local-model PATH.gguf (a bigger instruct GGUF), or an "
+                     "OpenAI-compatible endpoint: --base-url URL --model NAME")
+    elif designer.backend == "openai-compatible":
+        steps.append("try a more capable --model on the endpoint")
+    if "time limit" in (result.reason or ""):
+        steps.append("or allow more time: --time-limit MINUTES")
+    else:
+        steps.append(f"or more tries: --max-attempts {len(result.provenance.attempts) + 2}")
+    return steps

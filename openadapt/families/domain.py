@@ -292,13 +292,20 @@ def is_debris(text: str) -> bool:
     return "```" in text or brackets >= 2 or (not wordy and any(c in "[]{}`" for w in words for c in w))
 
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+# Scripts a text in Latin letters should not break into: Cyrillic, Hebrew and Arabic, Thai, Hangul Jamo, CJK
+# (radicals to unified ideographs, kana included), Hangul syllables, CJK compatibility ideographs, and the half-
+# and full-width forms ('￥'). Latin letters of every kind, Greek (a unit's 'μ'), symbols, dashes and curly quotes
+# are not among them. The local model's grammar excludes the same ranges (designer/local/scripts.py).
+FOREIGN_SCRIPTS = ((0x0400, 0x052F), (0x0590, 0x06FF), (0x0E00, 0x0E7F), (0x1100, 0x11FF), (0x2E80, 0x9FFF),
+                   (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF))
+FOREIGN = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in FOREIGN_SCRIPTS) + "]")
 
 
 def foreign_script(text: str) -> int | None:
-    """Where a text in Latin letters breaks into Chinese, Japanese or Korean (the Qwen models do, mid-sentence:
-    'the irrigation system will无法'), or None. A text written in one of those scripts is not flagged."""
-    found = _CJK.search(text)
+    """Where a text in Latin letters breaks into another script (the Qwen models do, mid-sentence: 'the
+    irrigation system will无法', 'fixed at ￥{counterpart}'), or None. A text written in one of those scripts is
+    not flagged."""
+    found = FOREIGN.search(text)
     return found.start() if found and len(re.findall(r"[A-Za-z]{3,}", text[:found.start()])) >= 3 else None
 
 

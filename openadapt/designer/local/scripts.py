@@ -4,27 +4,23 @@ Qwen's small models drift into another script mid-sentence: the daily sales repo
 'Daily Sales Report Overflow Yard (더{name})' in two runs (the same seed), a supplier's constraint hint
 'fixed at ￥{counterpart} per unit'. The checks find it, but the rewrite asked for drifted again. A grammar can
 forbid it outright: every negated character class of the reply's GBNF (a free string's `char`, a pattern's
-`[^{}]`, the dot) also excludes the scripts below, unless the conversation itself uses one of them (a task
-written in Japanese gets its reply in Japanese). Latin letters of every kind, Greek (a unit's 'μ'), symbols,
-dashes and curly quotes stay open.
+`[^{}]`, the dot) also excludes the scripts a text's check flags (`families.domain.FOREIGN_SCRIPTS`), unless
+the conversation itself uses one of them (a task written in Japanese gets its reply in Japanese).
 """
 
 from __future__ import annotations
 
 import re
 
-# Cyrillic, Hebrew and Arabic, Thai, Hangul Jamo, CJK (radicals to unified ideographs, kana included), Hangul
-# syllables, CJK compatibility ideographs, and the half- and full-width forms ('￥').
-FOREIGN_SCRIPTS = ((0x0400, 0x052F), (0x0590, 0x06FF), (0x0E00, 0x0E7F), (0x1100, 0x11FF), (0x2E80, 0x9FFF),
-                   (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF))
-_FOREIGN = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in FOREIGN_SCRIPTS) + "]")
+from openadapt.families.domain import FOREIGN, FOREIGN_SCRIPTS
+
 _EXCLUDED = "".join(f"\\u{lo:04X}-\\u{hi:04X}" for lo, hi in FOREIGN_SCRIPTS)
 # a negated character class of GBNF: '[^' then escaped or plain characters up to the closing ']'
 _NEGATED_CLASS = re.compile(r"\[\^((?:\\.|[^\]\\])*)\]")
 
 
 def uses_foreign_script(texts: list[str]) -> bool:
-    return any(_FOREIGN.search(text) for text in texts)
+    return any(FOREIGN.search(text) for text in texts)
 
 
 def confined(gbnf: str) -> str:

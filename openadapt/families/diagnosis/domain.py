@@ -96,7 +96,7 @@ class Fault(DomainPart):
     runbook: str = Field(min_length=20, max_length=300, description=(
         "The runbook's advice for this fault: how to recognise it and the usual fix, in one or two sentences."))
     constraint: Constraint = Field(description=(
-        "A hidden operational fact that, on harder tiers, makes the usual fix wrong for this episode."))
+        "A fact about the faulty component, in its notes, that makes the usual fix wrong and calls for another."))
 
 
 class ToolNames(DomainPart):

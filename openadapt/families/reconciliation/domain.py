@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
@@ -286,6 +286,20 @@ class ReconciliationDomain(Domain):
         "Party-specific rules (hidden constraints): on the hardest tiers one party's terms carry one of these, "
         "which changes the right resolution or widens a tolerance, and only reading that party's terms shows it."))
     tools: ToolNames = Field(default_factory=ToolNames)
+
+    @classmethod
+    def tidy(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """A reference or date column marked `detail` is listed: matching reads both, so the family cannot take
+        them as details whatever the draft says. The invoice matcher's 1.5B marked every column of both sources
+        a detail, four of its 27 problems left at the time limit (2026-12-06); the column stays as written."""
+        data = dict(data)
+        if isinstance(data.get("sources"), list):
+            data["sources"] = [{**s, "columns": [{**c, "detail": False} if isinstance(c, dict) and c.get("detail")
+                                                 and c.get("role") in ("reference", "date") else c
+                                                 for c in s["columns"]]}
+                               if isinstance(s, dict) and isinstance(s.get("columns"), list) else s
+                               for s in data["sources"]]
+        return data
 
     # ---- derived facts ---------------------------------------------------------------------------------
     @property
