@@ -701,6 +701,14 @@ def test_the_tasks_phrase_is_tasked_with_is_said_as_a_job():
     assert drafted["summary"] == "A bakery buys boxes. The agent's job is negotiating their price."
 
 
+def test_a_placeholder_run_into_a_word_gets_its_space_in_prose_only():
+    # the operating rooms' 1.5B, 2026-12-06: eight texts such as 'the surgery must be{time} done', each a problem
+    drafted = cut_rambles({"notes": ["Anaesthesia for patient{client} must be{time} done before {site} opens",
+                                     "The room is cleaned at {time}."], "reference_format": "RF{n}"})
+    assert drafted == {"notes": ["Anaesthesia for patient {client} must be {time} done before {site} opens",
+                                 "The room is cleaned at {time}."], "reference_format": "RF{n}"}
+
+
 class _Repair(BaseModel):
     note: str = Field(description="what to do, e.g. 'the coil iced over: thaw it first (thaw_the_coil).'")
     fix: str = Field(description="the fix the note names")

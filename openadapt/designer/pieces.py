@@ -21,6 +21,7 @@ from openadapt.families.domain import (
     is_debris,
     is_prose,
     iter_texts,
+    unglued,
     without_foreign_tail,
     without_tasked,
 )
@@ -589,9 +590,10 @@ def cut_rambles(value: Any) -> Any:
     """The draft with every text that breaks into another script mid-sentence cut back to its last full
     sentence (`without_foreign_tail`), and every text that goes round in a loop cut before its first repeated
     clause (`without_loop`): both are a small model's ramble up to its length bound. The task's own phrase 'X is
-    tasked with' is said as 'X's job is' (`without_tasked`)."""
+    tasked with' is said as 'X's job is' (`without_tasked`), and a placeholder run into the word before it gets
+    its space (`unglued`)."""
     if isinstance(value, str):
-        return without_tasked(without_loop(without_foreign_tail(_whole_at_the_cap(value))))
+        return unglued(without_tasked(without_loop(without_foreign_tail(_whole_at_the_cap(value)))))
     if isinstance(value, dict):
         return {k: cut_rambles(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -267,6 +267,14 @@ _SYNTAX = set("[]{}(),:;`'\"")
 LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"})  # a log line's first word
 
 
+def unglued(text: str) -> str:
+    """A prose text with a space put between a word and the placeholder run into it ('and{client}' -> 'and
+    {client}'): the operating rooms' 1.5B glued eight of them in one draft, each asked for again one by one to the
+    time limit (2026-12-06). The words a reader might want between them are the model's to add; glued, the text
+    renders as one word."""
+    return re.sub(r"([A-Za-z])(\{[a-z_]+\})", r"\1 \2", text) if is_prose(text) else text
+
+
 def _listed_fields(text: str) -> bool:
     """Whether a name is its record's fields run together, two or more of them figures: the warehouse's 1.5B named
     an item 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, 1.5, 0.0125'."""
