@@ -532,6 +532,22 @@ def test_the_draft_tidy_gives_a_placeholder_without_a_slot_the_column_its_name_p
                      {"name": "month", "table": "orders", "column": "order_date", "part": "month"}]
 
 
+def test_the_draft_tidy_moves_a_slot_to_the_one_table_that_has_its_column(family):
+    """The drifting-SQL draft filled {month} from `customers.order_date`, a column of `orders` only. A column two
+    tables have stays where the draft put it: which one was meant is the model's to say."""
+    from openadapt.families.querying.domain import QueryingDomain
+    from openadapt.families.yamlio import read_domain_file
+
+    draft = read_domain_file(family.examples()["sales_database"])
+    draft["questions"][1]["slots"][1]["table"] = "customers"
+    assert QueryingDomain.tidy(copy.deepcopy(draft))["questions"][1]["slots"][1]["table"] == "orders"
+    draft["questions"][1]["slots"][0].update(table="regions", column="id")  # every table's key: no one has it
+    assert QueryingDomain.tidy(draft)["questions"][1]["slots"][0]["table"] == "regions"
+    draft["questions"][1]["slots"][0].update(table="orders", column="id")  # its table has it: as drafted
+    assert QueryingDomain.tidy(draft)["questions"][1]["slots"][0] == {"name": "category", "table": "orders",
+                                                                       "column": "id"}
+
+
 def test_the_draft_tidy_makes_a_soft_delete_one_the_table_can_hold(family):
     """A dated soft delete in a table without a date column becomes a flag; a marker named like one of the
     table's columns takes a name of its own."""

@@ -258,7 +258,8 @@ class QueryingDomain(Domain):
         unique names). A question's slot that neither its text nor its SQL uses is dropped too (the same draft
         gave 'Top Selling Products' a `{category}` slot it never used: a fixed question, not a broken one), a
         placeholder used without a slot gets the one its name points to (`{category}`: the `category` column of a
-        table the SQL reads; `{month}`, `{year}`: a date column's part), and a
+        table the SQL reads; `{month}`, `{year}`: a date column's part), a slot whose table lacks its column
+        moves to the one table that has it (`_slot_table`), and a
         question marked `ordered` whose SQL has no ORDER BY is not ordered: its reference rows come in no order.
 
         Keys and references are read off the columns' names where the draft contradicts itself (`_tidy_keys`: a
@@ -702,14 +703,33 @@ def _tidy_question(question: dict, tables: list) -> dict:
         question = {**question, "ordered": False}  # the reference SQL says the rows come in no order
     if not isinstance(slots, list) or not isinstance(text, str) or not isinstance(sql, str):
         return question
-    used = [s for s in slots if not isinstance(s, dict) or not isinstance(s.get("name"), str)
-            or "{" + s["name"] + "}" in text + sql]
+    used = [_slot_table(s, sql, tables) if isinstance(s, dict) else s for s in slots
+            if not isinstance(s, dict) or not isinstance(s.get("name"), str) or "{" + s["name"] + "}" in text + sql]
     declared = {s.get("name") for s in used if isinstance(s, dict)}
     for name in sorted(placeholders(text + " " + sql)):
         slot = _slot_named(name, sql, tables) if name not in declared and len(used) < 4 else None
         if slot:
             used.append(slot)
     return {**question, "slots": used} if used != slots else question
+
+
+def _slot_table(slot: dict, sql: str, tables: list) -> dict:
+    """A slot whose column is not a column of its table, moved to the one table that has it, among the tables the
+    SQL reads if any of those has it: the sales database's 1.5B filled {month} from `customers.order_date`, a
+    column of `orders` (2026-12-06). Unchanged where its table has the column, or where two tables have it."""
+    column, table = slot.get("column"), slot.get("table")
+    by_name = {t.get("name"): t for t in tables if isinstance(t, dict) and isinstance(t.get("columns"), list)}
+    if not isinstance(column, str) or column in _column_names(by_name.get(table)):
+        return slot
+    read = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    holding = [name for name, t in by_name.items() if isinstance(name, str) and column in _column_names(t)]
+    holding = [name for name in holding if name.lower() in read] or holding
+    return {**slot, "table": holding[0]} if len(holding) == 1 else slot
+
+
+def _column_names(table: dict | None) -> set[str]:
+    columns = table.get("columns") if isinstance(table, dict) else None
+    return {c.get("name") for c in columns if isinstance(c, dict)} if isinstance(columns, list) else set()
 
 
 def _slot_named(name: str, sql: str, tables: list) -> dict | None:
