@@ -96,19 +96,22 @@ def choice_only(args) -> None:
     from openadapt.designer.local import LocalLLM, LocalSettings
     from openadapt.families import all_families
 
-    prompts = yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())["prompts"]
+    listed = yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())
+    prompts, unfit = listed["prompts"], listed.get("no_family", [])
     settings = {"seed": args.seed, **({"model": args.model} if args.model else {}),
                 **({"threads": args.threads} if args.threads else {})}
-    backend, families, right = LocalLLM(LocalSettings(**settings)), all_families(), 0
-    for prompt in prompts:
+    backend, families, right, refused = LocalLLM(LocalSettings(**settings)), all_families(), 0, 0
+    for prompt in [*prompts, *({"id": "(no family)", "task": task, "family": None} for task in unfit)]:
         started = time.monotonic()
         choice, _ = choose_family(backend, prompt["task"], families)
-        right += choice.family == prompt["family"]
+        right += prompt["family"] is not None and choice.family == prompt["family"]
+        refused += prompt["family"] is None and choice.family is None
         ranked = sorted(choice.scores.items(), key=lambda kv: -kv[1])[:3]
-        print(f"{prompt['id']:26} expected {prompt['expected'] if 'expected' in prompt else prompt['family']:15} "
-              f"chose {str(choice.family):15} {time.monotonic() - started:5.1f} s  "
+        print(f"{prompt['id']:26} expected {str(prompt['family']):15} chose {str(choice.family):15} "
+              f"{time.monotonic() - started:5.1f} s  fit {choice.fit:+.2f}  "
               + ", ".join(f"{n} {v:+.2f}" for n, v in ranked), flush=True)
-    print(f"\nfamily chosen right for {right} of {len(prompts)} prompts ({choice.method})")
+    print(f"\nfamily chosen right for {right} of {len(prompts)} prompts ({choice.method}); {refused} of "
+          f"{len(unfit)} tasks no family models refused")
 
 
 def main() -> None:

@@ -327,6 +327,47 @@ class PriorBiased:
         return Completion(text=text, finish_reason="stop")
 
 
+class Unfit(PriorBiased):
+    """The default model's weights, as `describe` reports them, with log-probabilities that make a task fit its
+    closest family by `margin` over 'none' and `yes` log-odds of 'yes'."""
+
+    def __init__(self, margin: float, yes: float, sha256: str | None = None):
+        super().__init__(prior="none", truth="scheduling")
+        self.margin, self.yes = margin, yes
+        from openadapt.designer.family_design import FIT_MODEL_SHA256
+
+        self.sha256 = sha256 or FIT_MODEL_SHA256
+
+    def option_logprobs(self, messages, options):
+        if "yes" in options:
+            return {"yes": self.yes, "Yes": -9.0, "no": 0.0, "No": -9.0}
+        task = messages[-1]["content"]
+        return {o: self.margin if o == "scheduling" and "(no task" not in task else 0.0 for o in options}
+
+    def describe(self):
+        return super().describe().model_copy(update={"sha256": self.sha256})
+
+
+def test_a_task_the_default_local_model_fits_to_no_family_is_a_clear_answer():
+    from openadapt.designer.family_design import FIT_FLOOR, choose_family
+
+    families = all_families()
+    choice, _ = choose_family(Unfit(margin=3.0, yes=1.5), "Write a poem about the autumn leaves", families)
+    assert choice.family is None and choice.fit == 4.5 and choice.note()["fit"] == 4.5
+    assert choice.reason == (f"the embedded model finds no family that models it: its closest, scheduling, fits "
+                             f"by 4.50, under {FIT_FLOOR}")
+    choice, _ = choose_family(Unfit(margin=4.0, yes=2.0), "Book the operating rooms", families)
+    assert choice.family == "scheduling" and choice.fit == 6.0
+    # another model's log-probabilities have another scale: the floor was measured on the default model only
+    choice, _ = choose_family(Unfit(margin=3.0, yes=1.5, sha256="0" * 64), "Write a poem about the autumn leaves",
+                              families)
+    assert choice.family == "scheduling" and choice.fit == 4.5
+    designer = FamilyDomainDesigner(Unfit(margin=3.0, yes=1.5), "poem", "Write a poem about the autumn leaves")
+    candidate = designer.design()
+    assert not candidate.usable and candidate.problems[0].startswith("no family fits the task (the embedded model")
+    assert designer.deterministic  # the loop stops: asking again gives the same answer
+
+
 def test_the_worked_example_is_the_one_sharing_fewest_words_with_the_task_never_the_tasks_own_world_nor_a_seed():
     from openadapt.designer.family_design import pick_example
 

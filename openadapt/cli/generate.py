@@ -109,6 +109,9 @@ def next_steps(result) -> list[str]:
         elif (last / "validation.json").is_file():
             steps.append(f"read {last / 'validation.json'}: the checks the last package failed")
     designer = result.provenance.designer
+    if "no family fits" in (result.reason or ""):
+        return [*steps, "where no family fits, an OpenAI-compatible endpoint writes the mechanics too: --base-url URL "
+                "--model NAME (`openadapt families` lists what each family models)"]
     if designer.backend == "local":
         steps.append("give the design a larger model: --local-model PATH.gguf (a bigger instruct GGUF), or an "
                      "OpenAI-compatible endpoint: --base-url URL --model NAME")
