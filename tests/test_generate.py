@@ -75,3 +75,11 @@ def test_empty_prompt_is_refused(task, tmp_path):
 def test_overlong_prompt_is_refused(tmp_path):
     with pytest.raises(UsageError, match="at most 4000"):
         generate(GenerateRequest(task="pumps " * 1000, output_root=tmp_path))
+
+
+def test_max_tokens_bounds_the_endpoints_replies():
+    request = GenerateRequest.from_options(base_url="http://127.0.0.1:9/v1", model="m", max_tokens=3000,
+                                           task="Diagnose failing pumps")
+    assert request.llm.max_tokens == 3000
+    assert GenerateRequest.from_options(base_url="http://127.0.0.1:9/v1", model="m",
+                                        task="Diagnose failing pumps").llm.max_tokens == 8192

@@ -33,6 +33,9 @@ EndpointModelOpt = Annotated[str | None, typer.Option(metavar="MODEL",
                                                       help="the endpoint's model (env OPENADAPT_MODEL)")]
 CustomOpt = Annotated[bool, typer.Option("--custom", help="with an endpoint: write custom mechanics code instead of "
                                          "a family domain")]
+MaxTokensOpt = Annotated[int | None, typer.Option(metavar="N", min=1, help="with an endpoint: the most tokens one "
+                                                 "reply may hold (default 8192; a custom-mechanics package needs "
+                                                 "room for all its files)")]
 ExampleOpt = Annotated[str | None, typer.Option(metavar="FAMILY:EXAMPLE", help="publish a family's own example "
                                                 "domain, labelled as such (`openadapt families` lists them)")]
 
@@ -43,7 +46,8 @@ def generate(
     sandbox: SandboxOpt = "auto",
     local_model: LocalModelOpt = None, threads: ThreadsOpt = None, seed: SeedOpt = None,
     temperature: TemperatureOpt = None, base_url: BaseUrlOpt = None, model: EndpointModelOpt = None,
-    custom: CustomOpt = False, example: ExampleOpt = None, as_json: JsonOpt = False,
+    custom: CustomOpt = False, max_tokens: MaxTokensOpt = None, example: ExampleOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Design an environment package for TASK, validate it in the sandbox, repair it from the validator's feedback,
     and publish it under generated_envs/.

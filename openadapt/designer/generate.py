@@ -61,14 +61,21 @@ class GenerateRequest(BaseModel):
     @classmethod
     def from_options(cls, *, base_url: str | None = None, model: str | None = None, local_model: str | None = None,
                      threads: int | None = None, seed: int | None = None, temperature: float | None = None,
-                     **fields) -> GenerateRequest:
+                     max_tokens: int | None = None, **fields) -> GenerateRequest:
         """A request from command-line options: an endpoint when one is configured (flags, else the environment),
         else the embedded model; `seed` and `temperature` go to whichever designs. UsageError when the flags ask
         for both."""
         sampling = {k: v for k, v in {"seed": seed, "temperature": temperature}.items() if v is not None}
         if fields.get("example") is not None:
             return cls(**fields)
-        llm = LLMConfig.from_env(base_url=base_url, model=model, **sampling)
+        llm = LLMConfig.from_env(base_url=base_url, model=model, **sampling,
+                                 **({"max_tokens": max_tokens} if max_tokens is not None else {}))
+        if llm is None and max_tokens is not None:
+            raise UsageError("--max-tokens bounds an endpoint's replies; the embedded model sizes each piece's own "
+                             "(give --base-url, or drop --max-tokens)")
+        if max_tokens is not None and max_tokens < (room := prompting.exemplar_tokens()):
+            raise UsageError(f"--max-tokens {max_tokens} cannot hold a custom-mechanics package: the worked example's "
+                             f"files alone are about {room:,} tokens")
         local_only = {k: v for k, v in {"model": local_model, "threads": threads}.items() if v is not None}
         if llm is not None and local_only:
             raise UsageError("--local-model and --threads set the embedded model, but an endpoint is configured "

@@ -30,6 +30,12 @@ def exemplar() -> dict[str, str]:
     return {"spec.json": _exemplar_spec(section), **files}
 
 
+def exemplar_tokens() -> int:
+    """About how many tokens the exemplar's files take (three characters a token, on the safe side for code): a
+    reply budget under it cannot hold a package of the exemplar's size."""
+    return -(-sum(len(text) for text in exemplar().values()) // 3)
+
+
 def _exemplar_spec(manifest: str) -> str:
     import json
 
