@@ -431,6 +431,12 @@ def test_a_sentence_repeated_inside_one_list_is_dropped_and_names_are_kept():
     draft = {"faults": [{"evidence": [line, "ERROR {component} flow 0 l/min", line], "applies_to": ["pump", "pump"]}]}
     assert drop_repeated_prose(draft) == {"faults": [{"evidence": [line, "ERROR {component} flow 0 l/min"],
                                                       "applies_to": ["pump", "pump"]}]}
+    # the same sentence at another level is the same line (the pumps' 1.5B, 2026-12-06); other texts keep theirs
+    seep = "{component}: water seeping into the pump or the surrounding area"
+    draft = {"evidence": [f"ERROR {seep}", f"WARN {seep}", f"info: {seep}", "WARN {component} seal worn at {n} h"],
+             "notes": ["Error budget is spent on the pumps", "Error budget is spent on the wells"]}
+    assert drop_repeated_prose(draft) == {"evidence": [f"ERROR {seep}", "WARN {component} seal worn at {n} h"],
+                                          "notes": draft["notes"]}
 
 
 def test_a_list_a_model_fills_with_one_repeated_line_is_completed_line_by_line(llm, world):

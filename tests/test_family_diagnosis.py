@@ -208,6 +208,14 @@ def test_bad_reset_arguments_leave_the_episode_alone(triage, kwargs, message):
     assert env.state.model_dump() == before and env.tier.eci == 2
 
 
+def test_a_draft_telltale_listed_twice_is_listed_once():
+    from openadapt.families.diagnosis.domain import DiagnosisDomain
+
+    draft = {"faults": [{"id": "leakage", "evidence": ["ERROR {component} water seeping around the seal"],
+                         "telltales": ["water seeping", "water seeping", "seal", "water seeping"]}]}
+    assert DiagnosisDomain.tidy(draft)["faults"][0]["telltales"] == ["water seeping", "seal"]
+
+
 def test_a_draft_log_line_without_its_component_gets_one_after_its_level():
     from openadapt.families.diagnosis.domain import DiagnosisDomain
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, create_model
 from openadapt.designer.chat import cut_text
 from openadapt.families.base import Family
 from openadapt.families.domain import (
+    LOG_LEVELS,
     REPEATED_TEXT,
     Domain,
     is_debris,
@@ -626,9 +627,10 @@ def without_loop(text: str) -> str:
 
 def drop_repeated_prose(value: Any) -> Any:
     """The draft without a sentence repeated inside one list (a small model's loop: the same log line written
-    three times as a fault's evidence; the first stays) and without list items that are JSON debris ('INFO
-    {component} ]', where the grammar held the 1.5B to more lines than it had): the list then comes up short and
-    is completed line by line. Short strings (names, enum values) are left alone."""
+    three times as a fault's evidence; the first stays), a log line the same but for its level too (the pumps'
+    1.5B wrote one sentence as ERROR, WARN and INFO, 2026-12-06), and without list items that are JSON debris
+    ('INFO {component} ]', where the grammar held the 1.5B to more lines than it had): the list then comes up
+    short and is completed line by line. Short strings (names, enum values) are left alone."""
     if isinstance(value, dict):
         return {k: drop_repeated_prose(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -638,12 +640,18 @@ def drop_repeated_prose(value: Any) -> Any:
             if isinstance(item, str) and is_debris(item):
                 continue
             if isinstance(item, str) and is_prose(item):
-                if item in seen:
+                if _unlevelled(item) in seen:
                     continue
-                seen.add(item)
+                seen.add(_unlevelled(item))
             kept.append(drop_repeated_prose(item))
         return kept
     return value
+
+
+def _unlevelled(line: str) -> str:
+    """A log line without its level ('WARN {component} x' -> '{component} x'); any other text as it is."""
+    level, _, rest = line.partition(" ")
+    return rest if rest and level.lower().rstrip(":") in LOG_LEVELS else line
 
 
 def distinct_references(data: dict[str, Any], domain_cls: type[Domain]) -> dict[str, Any]:

@@ -170,12 +170,12 @@ class DiagnosisDomain(Domain):
     @classmethod
     def tidy(cls, data: dict) -> dict:
         """Telltales that do not occur in their fault's evidence give way to the evidence's own most distinctive
-        words; fault ids and fixes spelled with hyphens or spaces become identifiers; a constraint note and its
-        fix are made to agree (`_naming_its_fix`); an evidence line's unknown placeholder, in braces or angle
-        brackets, is read as what it stands for (`_known_placeholders`, `_angle_slots`); a log line without the
-        component it is printed by (a fault's evidence, a symptom, a background or a noise line) gets
-        '{component}' (the 1.5B left it out of fault evidence through every repair round); a dependency listed
-        twice is listed once."""
+        words, and a telltale listed twice is listed once; fault ids and fixes spelled with hyphens or spaces
+        become identifiers; a constraint note and its fix are made to agree (`_naming_its_fix`); an evidence line's
+        unknown placeholder, in braces or angle brackets, is read as what it stands for (`_known_placeholders`,
+        `_angle_slots`); a log line without the component it is printed by (a fault's evidence, a symptom, a
+        background or a noise line) gets '{component}' (the 1.5B left it out of fault evidence through every repair
+        round); a dependency listed twice is listed once."""
         data = dict(data)
         names = [c["name"] for c in data.get("components", [])
                  if isinstance(c, dict) and isinstance(c.get("name"), str)]
@@ -195,7 +195,8 @@ class DiagnosisDomain(Domain):
         if faults:
             texts = [" ".join(str(e) for e in f.get("evidence", [])) for f in faults]
             for i, fault in enumerate(faults):
-                kept = [t for t in fault.get("telltales", []) if isinstance(t, str) and t and t in texts[i]]
+                kept = list(dict.fromkeys(t for t in fault.get("telltales", []) if isinstance(t, str) and t
+                                          and t in texts[i]))  # the pumps' 'water seeping' was listed four times
                 others = " ".join(t for j, t in enumerate(texts) if j != i).lower()
                 words = [w.strip(".,:;()'\"") for w in texts[i].split()]
                 own = [w for w in dict.fromkeys(words) if len(w) >= 5 and "{" not in w and w.lower() not in others
