@@ -966,6 +966,26 @@ def test_a_log_line_repeated_across_items_is_reworded_line_by_line(llm, world):
     assert sum(same in lines for lines in evidence) == 1 and evidence[0][1] == same
 
 
+def test_evidence_written_as_one_sentence_at_three_levels_is_completed_with_another_sign(llm, world):
+    # the pumps' 1.5B at 8fd5549: the draft dropped the level variants but the top-up counted them as three
+    # distinct lines, asked for none, and both attempts failed one evidence line short
+    seep = "{component}: water seeping into the pump or the surrounding area"
+    broken = {"domain.faults[0]": {**world["faults"][0], "evidence": [f"ERROR {seep}", f"WARN {seep}", f"INFO {seep}"]}}
+
+    class Signs(ScriptedModel):
+        def answer(self, text, title):
+            if text.startswith("Write one more line for `evidence` of `domain.faults[0]`"):
+                return {"line": "WARN {component} seal worn after {n} hours of running"}
+            return super().answer(text, title)
+
+    model = Signs(world, break_once=broken)
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    evidence = yaml.safe_load(candidate.files["domain.yaml"])["faults"][0]["evidence"]
+    assert evidence == [f"ERROR {seep}", "WARN {component} seal worn after {n} hours of running"]
+
+
 def test_a_log_line_copied_from_the_worked_example_is_reworded_aside_out_of_its_sight(llm, world):
     from openadapt.designer.family_design import pick_example
 

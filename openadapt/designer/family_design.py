@@ -114,7 +114,7 @@ class FamilyChoice(BaseModel):
 NULL_TASK = "(no task given)"  # the content-free input of contextual calibration
 # How far the local model's closest family fits a task: its calibrated score over the menu's 'none', plus its
 # log-odds of 'yes' asked whether that family models the task. Measured with the 1.5B (seed 0, 2026-12-06): the 14
-# benchmark prompts fit by 6.23-9.80; eight tasks no family models by 3.51-5.96 (a poem, chess, translation,
+# benchmark prompts fit by 6.23-9.80; eight tasks no family models by 3.52-5.96 (a poem, chess, translation,
 # birthday songs and unit tests under 5; news summaries, trivia and sudoku over it). No threshold on the
 # calibrated score alone separates them (0.68-5.38 against -0.03-2.00). The floor sits 1.2 under the lowest
 # benchmark prompt, so it refuses only the clear cases, and only for the model it was measured on: another

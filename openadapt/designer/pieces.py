@@ -640,16 +640,17 @@ def drop_repeated_prose(value: Any) -> Any:
             if isinstance(item, str) and is_debris(item):
                 continue
             if isinstance(item, str) and is_prose(item):
-                if _unlevelled(item) in seen:
+                if unlevelled(item) in seen:
                     continue
-                seen.add(_unlevelled(item))
+                seen.add(unlevelled(item))
             kept.append(drop_repeated_prose(item))
         return kept
     return value
 
 
-def _unlevelled(line: str) -> str:
-    """A log line without its level ('WARN {component} x' -> '{component} x'); any other text as it is."""
+def unlevelled(line: str) -> str:
+    """A log line without its level ('WARN {component} x' -> '{component} x'); any other text as it is: two lines
+    that differ only in their level are one line (`drop_repeated_prose`, `_top_up`)."""
     level, _, rest = line.partition(" ")
     return rest if rest and level.lower().rstrip(":") in LOG_LEVELS else line
 

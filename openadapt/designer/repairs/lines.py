@@ -9,7 +9,7 @@ import typing
 from pydantic import ValidationError, create_model
 
 from openadapt.designer.chat import ReplyError
-from openadapt.designer.pieces import bounded, piece_description, resized, spelled
+from openadapt.designer.pieces import bounded, piece_description, resized, spelled, unlevelled
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import DomainProblem, is_debris, is_prose
@@ -43,13 +43,15 @@ class LineRepairs(RepairBase):
         items = getattr(piece.value, at, None) if piece is not None and piece.value is not None and wanted else None
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
-        # Distinct as the draft has them, tidied: two lines that tidy to one count once.
+        # Distinct as the draft has them, tidied: two lines that tidy to one, or differ only in their level, count
+        # once (a line kept here that the draft then drops left the pumps' evidence one line short, 2026-12-06).
         lines, tidied, draft = [], set(), self._draft()
         # no family tidies a record's lines
         where = ((piece.field, piece.index, at) if nested
                  else None if record or piece.part else (piece.field, None, None))
         for item in items:
-            if not is_debris(item) and (form := self._tidied(draft, *where, item) if where else item) not in tidied:
+            if not is_debris(item) and (form := unlevelled(self._tidied(draft, *where, item) if where else item)) \
+                    not in tidied:
                 lines.append(item)
                 tidied.add(form)
         info = piece.model.model_fields[at]
@@ -90,7 +92,7 @@ class LineRepairs(RepairBase):
             except (ReplyError, ValidationError) as exc:
                 self.progress("completing", self._attempt, f"{problem.path}: unusable reply ({str(exc)[:80]})")
                 return False
-            if (line and (form := self._tidied(draft, *where, line) if where else line) not in tidied
+            if (line and (form := unlevelled(self._tidied(draft, *where, line) if where else line)) not in tidied
                     and not is_debris(line)
                     and line not in others):
                 lines.append(line)
