@@ -721,10 +721,15 @@ def _slot_table(slot: dict, sql: str, tables: list) -> dict:
     by_name = {t.get("name"): t for t in tables if isinstance(t, dict) and isinstance(t.get("columns"), list)}
     if not isinstance(column, str) or column in _column_names(by_name.get(table)):
         return slot
-    read = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    read = _words_of(sql)
     holding = [name for name, t in by_name.items() if isinstance(name, str) and column in _column_names(t)]
     holding = [name for name in holding if name.lower() in read] or holding
     return {**slot, "table": holding[0]} if len(holding) == 1 else slot
+
+
+def _words_of(sql: str) -> set[str]:
+    """The identifiers a query names, lower-cased (the tables it reads among them)."""
+    return {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
 
 
 def _column_names(table: dict | None) -> set[str]:
@@ -735,7 +740,7 @@ def _column_names(table: dict | None) -> set[str]:
 def _slot_named(name: str, sql: str, tables: list) -> dict | None:
     """The slot a placeholder's name points to: a column of that name ({category}: products.category), or for
     {month} / {year} a date column, in a table the SQL reads first; None where nothing in the schema fits."""
-    read = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    read = _words_of(sql)
     columns = [(t["name"], c) for t in tables if isinstance(t, dict) and isinstance(t.get("name"), str)
                and isinstance(t.get("columns"), list) for c in t["columns"] if isinstance(c, dict)]
     columns.sort(key=lambda tc: tc[0].lower() not in read)  # tables the SQL names first (a stable sort)
