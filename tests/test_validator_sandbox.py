@@ -39,7 +39,7 @@ def test_docker_container_spec_is_locked_down(tmp_path):
     assert spec["environment"]["PYTHONHASHSEED"] == "1"  # the worker's; its twin takes another
     assert all(isinstance(u, docker.types.Ulimit) for u in spec["ulimits"])
     request = json.loads(spec["command"][-1])
-    assert spec["command"][:5] == ["python", "-I", "-m", "openadapt.validator.worker", "--once"]
+    assert spec["command"][:6] == ["python", "-s", "-P", "-m", "openadapt.validator.worker", "--once"]
     assert request["package"] == PACKAGE_MOUNT and request["tiers"] == [1, 2]
     assert not any("KEY" in k or "TOKEN" in k for k in spec["environment"])
 

@@ -62,11 +62,33 @@ def check_sandbox() -> Finding:
         why_not_docker = str(no_docker)
     problem = bwrap.available() or _bwrap_starts()
     if problem is None:
-        return Finding(check="sandbox", status="ok", detail="bubblewrap starts a sandbox (auto uses it; no Docker "
-                       "engine answers)")
+        worker, seconds = _worker_in_bwrap()
+        if worker is None or "openadapt" not in worker:
+            return Finding(check="sandbox", status="fail", detail=f"bubblewrap starts, but the validator's worker "
+                           f"does not run in it: {seconds}", fix="run `openadapt validate seed:incident_triage "
+                           "--json` and read its validator.internal evidence; report it with `openadapt doctor "
+                           "--json`")
+        return Finding(check="sandbox", status="ok", detail=f"bubblewrap runs the validator's worker, which imports "
+                       f"openadapt from {worker['openadapt']} ({seconds:.1f} s; auto uses it: no Docker engine "
+                       "answers)")
     return Finding(check="sandbox", status="fail", detail=f"no sandbox: {problem}; docker: {why_not_docker}",
                    fix="install bubblewrap (`sudo apt-get install bubblewrap util-linux`, or run `bash "
                        "scripts/setup.sh` as root) or start Docker; `--sandbox process` runs WITHOUT isolation")
+
+
+def _worker_in_bwrap() -> tuple[dict | None, float | str]:
+    """The sandboxed worker's ping reply and its start time, or None and why it did not answer: the check that
+    openadapt's own code is visible in the sandbox from wherever this checkout lives."""
+    from openadapt.sandbox.base import WorkerDied
+    from openadapt.validator import Validator
+
+    started = time.monotonic()
+    try:
+        with Validator("bwrap") as validator:
+            hello = validator.worker_hello()
+    except (WorkerDied, OSError) as exc:
+        return None, str(exc)[:300]
+    return hello, time.monotonic() - started
 
 
 def _bwrap_starts() -> str | None:

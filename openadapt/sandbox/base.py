@@ -52,15 +52,36 @@ class WorkerDied(Exception):
     """The worker process ended or stopped answering."""
 
 
-def python_paths() -> dict[str, Path]:
-    """What the sandbox must see (read-only) to run this very interpreter with openadapt importable."""
+def import_root() -> Path | None:
+    """The folder `import openadapt` found this very package in, when the interpreter's own environment does not
+    hold it (a checkout installed in editable mode, or on PYTHONPATH): the sandbox sees it at the same path and
+    puts it first on its interpreter's path, wherever the checkout lives."""
     import openadapt
 
+    package = Path(openadapt.__file__).absolute().parent  # as Python found it: a symlinked home stays as written
+    if Path(sys.prefix).resolve() in package.resolve().parents:
+        return None  # installed into the environment: its site-packages has it
+    return package.parent
+
+
+def python_paths() -> dict[str, Path]:
+    """What the sandbox must see (read-only) to run this very interpreter with openadapt importable: each path as
+    Python knows it and, where a symlink lies on the way, where it really is (a venv's interpreter links there)."""
     paths = {"prefix": Path(sys.prefix), "base_prefix": Path(sys.base_prefix)}
-    package = Path(openadapt.__file__).resolve().parent
-    if Path(sys.prefix) not in package.parents:
-        paths["openadapt"] = package  # an editable install: the package lives outside the environment
+    root = import_root()
+    if root is not None:
+        paths["openadapt"] = root / "openadapt"
+    for key, path in list(paths.items()):
+        if (real := path.resolve()) != path:
+            paths[f"{key} (real)"] = real
     return paths
+
+
+def interpreter(module: str, *args: str) -> list[str]:
+    """argv of this interpreter running MODULE in a sandbox whose whole environment the sandbox sets: no user
+    site-packages and no working directory on the path (`-s -P`), but PYTHONPATH and PYTHONHASHSEED honoured
+    (`-I` would drop both)."""
+    return [sys.executable, "-s", "-P", "-m", module, *args]
 
 
 class Sandbox(ABC):
@@ -91,8 +112,10 @@ class Sandbox(ABC):
 
     def worker_env(self) -> dict[str, str]:
         """The whole environment of the worker: nothing from the host's (no API keys, no tokens)."""
-        return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-                "HOME": self.inside(self.scratch), "OMP_NUM_THREADS": "1"}
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+               "HOME": self.inside(self.scratch), "OMP_NUM_THREADS": "1"}
+        root = import_root()
+        return env if root is None else {**env, "PYTHONPATH": str(root)}
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(backend=self.name, isolated=self.isolated, limits=self.bounds(),

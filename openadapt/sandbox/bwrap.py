@@ -12,10 +12,16 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import sys
 from pathlib import Path
 
-from openadapt.sandbox.base import Sandbox, SandboxInfo, SandboxResources, SandboxUnavailable, python_paths
+from openadapt.sandbox.base import (
+    Sandbox,
+    SandboxInfo,
+    SandboxResources,
+    SandboxUnavailable,
+    interpreter,
+    python_paths,
+)
 
 UID_BASE = 61000
 UID_SLOTS = 64
@@ -100,7 +106,7 @@ class BwrapSandbox(Sandbox):
             argv += ["--setenv", key, value]
         argv += ["--", "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                  "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs",
-                 sys.executable, "-I", "-m", module, *args]
+                 *interpreter(module, *args)]
         return argv
 
     def info(self) -> SandboxInfo:

@@ -24,7 +24,8 @@ def container_spec(package: Path, request: dict[str, Any], image: str = DEFAULT_
     worker_request = {**request, "package": PACKAGE_MOUNT, "scratch": "/tmp"}
     return {
         "image": image,
-        "command": ["python", "-I", "-m", "openadapt.validator.worker", "--once", json.dumps(worker_request)],
+        # -s -P, not -I: the container's environment is ours, and -I would drop its PYTHONHASHSEED
+        "command": ["python", "-s", "-P", "-m", "openadapt.validator.worker", "--once", json.dumps(worker_request)],
         "detach": True,
         "network_mode": "none",
         "network_disabled": True,

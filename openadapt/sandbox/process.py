@@ -4,10 +4,9 @@ report then says the run was not isolated."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from openadapt.sandbox.base import Sandbox, SandboxInfo
+from openadapt.sandbox.base import Sandbox, SandboxInfo, interpreter
 
 
 class ProcessSandbox(Sandbox):
@@ -20,7 +19,7 @@ class ProcessSandbox(Sandbox):
     def worker_command(self, module: str = "openadapt.validator.worker", *args: str,
                        env: dict[str, str] | None = None) -> list[str]:
         prefix = ["env", *(f"{k}={v}" for k, v in env.items())] if env else []
-        return [*prefix, sys.executable, "-I", "-m", module, *args]
+        return [*prefix, *interpreter(module, *args)]
 
     def info(self) -> SandboxInfo:
         return SandboxInfo(

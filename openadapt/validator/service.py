@@ -112,6 +112,13 @@ class Validator:
             self.cold_start_s = self._worker.start_s
         return self._worker
 
+    def worker_hello(self) -> dict:
+        """The sandboxed worker's answer to a ping (started now if it is not running): where it imported openadapt
+        from, its uid, whether its twin runs, a hash under its hash seed."""
+        if self.sandbox is None:
+            raise ValueError("the docker backend runs one container per validation: there is no worker to ping")
+        return self._ensure_worker().hello
+
     def warm_up(self) -> float:
         """Start the worker now (cold import of OpenEnv, ~4-6 s); returns how long it took."""
         if self.sandbox is not None:

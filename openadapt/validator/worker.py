@@ -39,6 +39,7 @@ import traceback
 from pathlib import Path
 
 from openadapt.sandbox import scratch as scratch_fs
+from openadapt.sandbox.base import interpreter
 from openadapt.sandbox.limits import limit_process
 from openadapt.validator.guard import GRACE_S, CallGuard
 
@@ -654,7 +655,7 @@ class Twin:
         self.hash_seed = "2" if own != "2" else "3"
         self.worker_hash_seed = own or "random"
         env = {**os.environ, "PYTHONHASHSEED": self.hash_seed}
-        self.proc = subprocess.Popen([sys.executable, "-I", "-m", "openadapt.validator.worker", "--twin"],
+        self.proc = subprocess.Popen(interpreter("openadapt.validator.worker", "--twin"),
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         self.pid = self.proc.pid
         self.alive = True
@@ -862,6 +863,15 @@ def _subreaper() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+HASH_PROBE = "openadapt"  # hashed in the ping reply: the caller can tell the worker's PYTHONHASHSEED is in effect
+
+
+def _openadapt_folder() -> str:
+    import openadapt
+
+    return str(Path(openadapt.__file__).absolute().parent)
+
+
 def _start_twin() -> Twin | None:
     try:
         return Twin()
@@ -887,7 +897,8 @@ def serve() -> None:
         try:
             if op == "ping":
                 reply = {"ok": True, "warm_s": warm_s, "pid": os.getpid(), "uid": os.getuid(),
-                         "twin": twin is not None and twin.alive}
+                         "twin": twin is not None and twin.alive, "openadapt": _openadapt_folder(),
+                         "hash_probe": hash(HASH_PROBE)}
             elif op == "validate":
                 if twin is not None and not twin.alive:
                     twin = _start_twin()  # killed by an earlier candidate: a new one for the next validations
@@ -1017,7 +1028,7 @@ def serve_twin() -> None:
 
 
 def main(argv: list[str]) -> None:
-    sys.dont_write_bytecode = True  # `-I` ignores PYTHONDONTWRITEBYTECODE: package imports write nothing
+    sys.dont_write_bytecode = True  # whatever the environment says: package imports write nothing
     if argv[:1] == ["--twin"]:
         serve_twin()
         return
