@@ -128,26 +128,65 @@ def test_json_is_json_even_for_errors(args):
     assert error["exit_code"] == 2 and error["error"]
 
 
-@pytest.mark.parametrize("prompt", [GERMAN, CHINESE, "Entraîne un agent à diagnostiquer les pompes d'irrigation "
-                                                     "en panne dans une ferme"])
-def test_a_prompt_not_in_english_is_refused_with_a_clear_message_unless_named(prompt, tmp_path):
-    result = runner.invoke(app, ["generate", prompt, "--output", str(tmp_path)])
-    assert result.exit_code == 2, result.output
-    assert "does not look like English" in words(result.output) and "--name" in result.output
-    assert not list(tmp_path.iterdir())  # nothing written, nothing mangled
+FRENCH = "Entraîne un agent à diagnostiquer les pompes d'irrigation en panne dans une ferme"
+
+
+@pytest.mark.parametrize("prompt", [GERMAN, CHINESE, FRENCH])
+def test_a_prompt_not_in_english_is_named_by_the_designers_translation(prompt):
+    from openadapt.designer.naming import NAME, name_package
+
+    backend = Translator("Train an agent to diagnose failing irrigation pumps on a farm.")
+    named = name_package(prompt, backend)
+    assert (named.name, named.source) == ("diagnose_failing_irrigation", "designer")
+    assert named.english == "Train an agent to diagnose failing irrigation pumps on a farm."
+    assert backend.asked == [prompt]  # the prompt as written, nothing else
+    assert NAME.fullmatch(named.name)
+
+
+@pytest.mark.parametrize(("prompt", "name"), [(GERMAN, "trainiere_agenten_ausfallende"),
+                                              (CHINESE, "xun_lian_zhen"),
+                                              (FRENCH, "entraine_diagnostiquer_pompes")])
+def test_without_a_usable_translation_the_name_is_transliterated(prompt, name):
+    """No model, or a reply that is no English (here the prompt echoed back): the prompt's words in ASCII."""
+    from openadapt.designer.naming import name_package
+
+    assert name_package(prompt, None) == name_package(prompt, Translator(prompt))
+    named = name_package(prompt, None)
+    assert (named.name, named.source, named.english) == (name, "transliteration", None)
+
+
+def test_an_english_prompt_never_asks_the_model():
+    from openadapt.designer.naming import name_package
+
+    backend = Translator("unused")
+    named = name_package("Kubernetes pod crash triage", backend)
+    assert (named.name, named.source, backend.asked) == ("kubernetes_pod_crash", "task", [])
+
+
+class Translator:
+    """A chat backend that answers every request with one text, recording the user messages it was sent."""
+
+    def __init__(self, text: str):
+        self.text, self.asked = text, []
+
+    def complete(self, messages, **_):
+        from openadapt.designer.chat import Completion
+
+        self.asked.append(messages[-1]["content"])
+        return Completion(text=self.text, finish_reason="stop")
 
 
 def test_a_named_non_english_prompt_goes_on_to_the_designer(tmp_path, monkeypatch):
-    """With --name the prompt is accepted as written: the request reaches the designer unchanged."""
+    """With --name the prompt is accepted as written, and no model is asked for a name."""
     import openadapt.designer.generate as generate
 
     seen = {}
 
-    def choose(request, task, *_):
-        seen["task"], seen["name"] = task, request.name
+    def backend(request, *_):
+        seen["task"], seen["name"] = request.task, request.name
         raise KeyboardInterrupt  # stop before any model loads
 
-    monkeypatch.setattr(generate, "choose_designer", choose)
+    monkeypatch.setattr(generate, "chat_backend", backend)
     result = runner.invoke(app, ["generate", GERMAN, "--name", "bewaesserung", "--output", str(tmp_path)])
     assert seen == {"task": GERMAN, "name": "bewaesserung"}
     assert result.exit_code == 130 and "interrupted" in result.output

@@ -22,7 +22,7 @@ def request(llm: FakeOpenAI, tmp_path: Path, **kw) -> GenerateRequest:
                        max_retries=kw.pop("max_retries", 3))
     return GenerateRequest(task="A lock opened by a code found from higher/lower hints",
                            output_root=tmp_path / "generated_envs",
-                           name=NAME, llm=config, custom=True, **kw)
+                           name=kw.pop("name", NAME), llm=config, custom=True, **kw)
 
 
 def all_text(root: Path) -> str:
@@ -143,3 +143,21 @@ def test_wrong_key_unknown_model_and_dead_endpoint(llm, tmp_path, validator):
                  validator=validator)
     assert not (tmp_path / "generated_envs" / NAME).exists()
     assert LLMError.exit_code == 4
+
+
+def test_a_task_in_another_language_is_published_under_its_english_name(llm, tmp_path, validator):
+    """No --name: the endpoint translates the task, the package is named from the translation's words, and the
+    task itself reaches the designer, the provenance and the README as written."""
+    german = "Ein Zahlenschloss, das sich mit einem Code öffnet, den man aus Hinweisen höher/niedriger findet"
+    english = "A combination lock that opens with a code found from higher/lower hints."
+    llm.replies = [Scripted(english), Scripted(design_reply())]
+    result = generate(request(llm, tmp_path, name=None).model_copy(update={"task": german}), validator=validator)
+    assert result.ok, result.reason
+    assert result.name == "combination_lock_opens"
+    translation, design = (r["messages"] for r in llm.requests)
+    assert translation[-1]["content"] == german and german in design[-1]["content"]
+    package = tmp_path / "generated_envs" / "combination_lock_opens"
+    provenance = json.loads((package / "provenance.json").read_text())
+    assert (provenance["task"], provenance["task_english"], provenance["name_source"]) == (german, english,
+                                                                                            "designer")
+    assert german in (package / "README.md").read_text()

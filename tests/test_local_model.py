@@ -800,3 +800,15 @@ def test_a_report_categorys_ranges_carry_their_bounds_in_the_schema():
     reply = {"name": "online_order", "amount": [-1000.0, 10000.0], "per_period": [1, 1000]}
     parsed = Completion(text=json.dumps(reply), finish_reason="stop").parse_as(Category)
     assert parsed.per_period == (1, 12) and parsed.amount == (1.0, 10000.0)
+
+
+@real_model
+def test_real_model_names_a_task_written_in_another_language(small):
+    """The package name of a German task comes from the model's English translation: English words of the
+    task's world, a valid identifier."""
+    from openadapt.designer.naming import NAME, looks_english, name_package
+
+    task = "Trainiere einen Agenten, der ausfallende Bewässerungspumpen auf einem Bauernhof diagnostiziert"
+    named = name_package(task, small)
+    assert named.source == "designer" and NAME.fullmatch(named.name), named
+    assert looks_english(named.english) and "pump" in named.english.lower(), named.english

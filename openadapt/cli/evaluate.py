@@ -38,7 +38,7 @@ def evaluate(
 
     ref = resolve(package)  # an unknown seed or a missing manifest: one line, before OpenEnv loads
     openenv = log_format == LogFormat.OPENENV
-    with Progress(console=err, transient=True, disable=as_json or openenv or not err.is_terminal) as bar:
+    with Progress(console=err, transient=True, disable=openenv or not err.is_terminal) as bar:
         task = bar.add_task(f"{policy} on {ref.label}", total=episodes * len(eci))
         report = _run(ref, policy, eci, episodes, seed_start, trust, lambda n: bar.advance(task, n), openenv)
     if as_json:

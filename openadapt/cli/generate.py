@@ -11,10 +11,11 @@ from openadapt.cli.options import JsonOpt, SandboxOpt
 from openadapt.cli.render import Progress, kv_table, print_json, show, validation_text
 
 TaskArg = Annotated[str, typer.Argument(metavar="TASK", show_default=False,
-                                        help="what the environment should train, in English words (at most 4,000 "
+                                        help="what the environment should train, in any language (at most 4,000 "
                                              "characters)")]
 OutputOpt = Annotated[Path, typer.Option(metavar="DIR", help="where packages go")]
-NameOpt = Annotated[str | None, typer.Option(metavar="NAME", help="package name (default: from the task's words)")]
+NameOpt = Annotated[str | None, typer.Option(metavar="NAME", help="package name (default: the task's words; a "
+                                             "task in another language, its English translation's)")]
 AttemptsOpt = Annotated[int, typer.Option(min=1, help="design/validate/repair rounds")]
 TimeLimitOpt = Annotated[float | None, typer.Option(metavar="MINUTES", min=0.1, help="stop designing after this "
                                                    "long: no model request or attempt starts later; what was "
@@ -54,15 +55,16 @@ def generate(
 
     The designer is the embedded model (llama.cpp, `openadapt models`) unless an OpenAI-compatible endpoint is
     configured (--base-url or OPENADAPT_BASE_URL; the API key is read from OPENADAPT_API_KEY or OPENAI_API_KEY
-    only). A prompt that is not in English needs --name. Exit 0 published, 1 not validated, 2 bad input, 4 LLM
-    endpoint error."""
+    only). A task in another language is named from the designer model's English translation of it; the designer
+    reads the task as written. Progress goes to stderr, with --json too. Exit 0 published, 1 not validated, 2 bad
+    input, 4 LLM endpoint error."""
     from openadapt.designer.generate import GenerateRequest
     from openadapt.designer.generate import generate as run_generate
 
     options = {k: v for k, v in ctx.params.items() if k not in ("as_json", "output", "time_limit")}
     request = GenerateRequest.from_options(output_root=output, time_limit_s=None if time_limit is None else
                                            time_limit * 60, **options)
-    with Progress(quiet=as_json) as progress:
+    with Progress() as progress:  # on stderr: stdout stays the one result, JSON or table
         result = run_generate(request, progress=_reporter(progress, max_attempts))
     if as_json:
         print_json(result)

@@ -71,11 +71,10 @@ def show(*renderables: Any) -> None:
 
 class Progress:
     """Progress on stderr: on a terminal, a spinner line showing the latest step above the lines already
-    printed; elsewhere (a log, CI), plain lines only. `quiet` prints nothing (--json)."""
+    printed; elsewhere (a log, CI), plain lines only. Never on stdout, so a command's --json output stays whole."""
 
-    def __init__(self, first: str = "starting", *, quiet: bool = False):
-        self.live = err.is_terminal and not quiet
-        self.quiet = quiet
+    def __init__(self, first: str = "starting"):
+        self.live = err.is_terminal
         self.first = first
         self._status: Any = None
 
@@ -96,8 +95,7 @@ class Progress:
 
     def line(self, text: str) -> None:
         """A line that stays, on a terminal and in a log."""
-        if not self.quiet:
-            err.print(text, markup=False, soft_wrap=True)
+        err.print(text, markup=False, soft_wrap=True)
 
 
 def validation_text(summary: Mapping[str, Any]) -> str:

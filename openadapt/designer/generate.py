@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from openadapt import __version__
 from openadapt.designer import prompting
 from openadapt.designer.base import Candidate, Designer
+from openadapt.designer.chat import ChatBackend
 from openadapt.designer.custom import CustomDesigner
 from openadapt.designer.deadline import NO_DEADLINE, Deadline
 from openadapt.designer.example import ExampleDesigner, parse_example_ref
@@ -27,7 +28,7 @@ from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.llm import LLMClient, LLMConfig, Usage
 from openadapt.designer.local.backend import LocalSettings
 from openadapt.designer.loop import Progress, run_design
-from openadapt.designer.naming import NAME, package_name
+from openadapt.designer.naming import NAME, PackageName, looks_english, name_package
 from openadapt.designer.provenance import Provenance
 from openadapt.envpkg.render import content_digest, template_versions
 from openadapt.errors import UsageError, settings_error
@@ -122,13 +123,13 @@ def check_request(request: GenerateRequest) -> str:
     return task
 
 
-def request_name(request: GenerateRequest, task: str) -> str:
-    """The package name: --name, else the example's own name, else the task's words."""
+def given_name(request: GenerateRequest) -> PackageName | None:
+    """The package name the request fixes itself (--name, or the example's own); None when the task names it."""
     if request.name is not None:
-        return request.name
+        return PackageName(request.name, "--name")
     if request.example is not None:
-        return request.example.partition(":")[2]
-    return package_name(task)
+        return PackageName(request.example.partition(":")[2], "example")
+    return None
 
 
 def check_destination(request: GenerateRequest, name: str) -> Path:
@@ -170,20 +171,13 @@ class FamilyThenCustom:
         return self.active.repair(previous, feedback, attempt)
 
 
-def choose_designer(request: GenerateRequest, task: str, progress: Progress | None = None,
-                    deadline: Deadline = NO_DEADLINE) -> tuple[Designer, str]:
-    """The designer this request gets, and the package name."""
-    name = request_name(request, task)
+def chat_backend(request: GenerateRequest, progress: Progress | None = None) -> ChatBackend | None:
+    """The model that designs this request: the endpoint, else the embedded model (loaded here); None for a
+    family's example. UsageError when neither is available."""
     if request.example is not None:
-        return ExampleDesigner(request.example, name), name
+        return None
     if request.llm is not None:
-        client = LLMClient(request.llm)
-        custom = CustomDesigner(client, name, task, prompting)
-        if request.custom:
-            return custom, name
-        family = FamilyDomainDesigner(client, name, task, progress=progress, kind="openai-compatible",
-                                      deadline=deadline)
-        return FamilyThenCustom(family, custom), name
+        return LLMClient(request.llm)
     from openadapt.designer.local import LocalLLM, ModelNotInstalledError, resolve_model
 
     settings = request.local or LocalSettings()
@@ -193,8 +187,22 @@ def choose_designer(request: GenerateRequest, task: str, progress: Progress | No
         if settings.model is None:
             raise UsageError(NO_DESIGNER) from None
         raise
-    return FamilyDomainDesigner(LocalLLM(settings, on_load=_load_progress(progress)), name, task,
-                                progress=progress, deadline=deadline), name
+    return LocalLLM(settings, on_load=_load_progress(progress))
+
+
+def choose_designer(request: GenerateRequest, task: str, backend: ChatBackend | None, name: str,
+                    progress: Progress | None = None, deadline: Deadline = NO_DEADLINE) -> Designer:
+    """The designer this request gets, writing with `backend`."""
+    if request.example is not None:
+        return ExampleDesigner(request.example, name)
+    if request.llm is not None:
+        custom = CustomDesigner(backend, name, task, prompting)
+        if request.custom:
+            return custom
+        family = FamilyDomainDesigner(backend, name, task, progress=progress, kind="openai-compatible",
+                                      deadline=deadline)
+        return FamilyThenCustom(family, custom)
+    return FamilyDomainDesigner(backend, name, task, progress=progress, deadline=deadline)
 
 
 def _load_progress(progress: Progress | None):
@@ -211,11 +219,23 @@ def generate(request: GenerateRequest, progress: Progress | None = None, validat
     from openadapt.validator import Validator
 
     task = check_request(request)
-    dest = check_destination(request, request_name(request, task))
+    naming = given_name(request) or (name_package(task, None) if looks_english(task) else None)
+    if naming is not None:  # known before any model loads: a taken place is refused at once
+        check_destination(request, naming.name)
     deadline = Deadline(request.time_limit_s)
-    designer, name = choose_designer(request, task, progress, deadline)
+    backend = chat_backend(request, progress)
+    if naming is None:  # a task in another language: named from the designer model's English translation
+        naming = name_package(task, backend)
+        if progress:
+            how = f"from the translation {naming.english!r}" if naming.english else "transliterated"
+            progress("naming", 0, f"{naming.name}, {how}")
+        check_destination(request, naming.name)
+    dest = request.output_root / naming.name
+    name = naming.name
+    designer = choose_designer(request, task, backend, name, progress, deadline)
     root = request.output_root
-    provenance = Provenance(openadapt_version=__version__, name=name, task=task, designer=designer.info,
+    provenance = Provenance(openadapt_version=__version__, name=name, name_source=naming.source,
+                            task_english=naming.english, task=task, designer=designer.info,
                             template_versions=template_versions(), created_at=_now())
     run_dir = root / STAGING_DIR / f"{name}-{os.getpid()}-{time.time_ns()}"
     run_dir.mkdir(parents=True)
@@ -250,8 +270,10 @@ def _finalise(stage: Path, report, provenance: Provenance, started: float) -> No
     provenance.validation = summary
     provenance.validated_digest = content_digest(files)
     readme = stage / "README.md"
-    readme.write_text(readme.read_text(encoding="utf-8").rstrip() + "\n\n" + validation_note(stage.name, summary),
-                      encoding="utf-8")
+    text = readme.read_text(encoding="utf-8").rstrip()
+    if provenance.task not in text:  # a README the designer wrote itself: the task as the user wrote it
+        text += f"\n\n**Task:** {provenance.task}"
+    readme.write_text(text + "\n\n" + validation_note(stage.name, summary), encoding="utf-8")
     provenance.usage = total_usage(provenance)
     provenance.content_digest = content_digest(_files(stage))
     provenance.duration_s = round(time.monotonic() - started, 3)

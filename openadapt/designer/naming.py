@@ -1,22 +1,31 @@
-"""Package names from task prompts: a few content words, a lowercase identifier."""
+"""Package names from task prompts: a few content words, a lowercase identifier.
+
+An English prompt is named from its own words. A prompt in another language is named from the words of the
+designer model's English translation of it; where the model gives no usable English, from a transliteration.
+The prompt itself is never changed: the designer reads it as written.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
+from typing import Literal
 
-from openadapt.errors import UsageError
+from openadapt.designer.chat import ChatBackend
 
 STOPWORDS = frozenset((
     "a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with", "from", "into", "over",
     "under", "about", "as", "is", "are", "be", "been", "being", "this", "that", "these", "those", "it", "its",
-    "their", "our", "your", "my", "we", "you", "they", "he", "she", "them", "his", "her", "train", "teach",
+    "their", "our", "your", "my", "we", "you", "they", "he", "she", "them", "his", "her", "train", "trainer",
+    "trainers", "teach",
     "agent", "agents", "model", "models", "learn", "learns", "learning", "environment", "environments", "env",
     "task", "tasks", "build", "create", "make", "write", "generate", "design", "using", "use", "which", "who",
     "whom", "what", "when", "where", "how", "why", "can", "could", "should", "would", "will", "shall", "may",
     "might", "must", "do", "does", "did", "done", "llm", "llms", "rl", "reinforcement", "policy", "policies",
     "episode", "episodes", "reward", "rewards", "based", "given", "new", "some", "any", "each", "every",
     "run", "runs", "operate", "manage", "handle", "get", "gets", "go", "goes", "off", "out", "help", "assist",
+    "machine", "intelligent", "smart", "ai",
 ))
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # Function words: English ones, and frequent ones of other languages written in Latin letters (none of them an
@@ -31,9 +40,20 @@ OTHER_WORDS = frozenset((
     "el", "los", "las", "una", "y", "del", "para", "con", "por", "en", "il", "gli", "di", "che", "per", "della",
     "het", "een", "van", "voor", "met", "os", "uma", "em", "com", "da", "nas", "nos",
 ))
-NOT_ENGLISH = ("the task prompt does not look like English: openadapt names a package from the prompt's English "
-               "words, so pass --name NAME (a lowercase identifier, e.g. --name irrigation_pumps); the designer "
-               "reads the prompt as written, and its models work best in English")
+TRANSLATE = "Translate the user's text into English. Reply with the translation only, in one sentence."
+TRANSLATION_TOKENS = 96
+NAME_WORD_CHARS = 20  # a transliterated run of syllables is cut, so a name stays readable
+
+NameSource = Literal["--name", "example", "task", "designer", "transliteration"]
+
+
+@dataclass(frozen=True)
+class PackageName:
+    """A package name and where it came from; `english` is the model's translation it was made from, if any."""
+
+    name: str
+    source: NameSource
+    english: str | None = None
 
 
 def looks_english(text: str) -> bool:
@@ -60,12 +80,39 @@ def content_words(text: str, limit: int = 3) -> list[str]:
 
 
 def package_name(task: str, suffix: str = "") -> str:
-    """`generated_envs/<name>`: the task's content words. A prompt that is not English gets no name made from
-    words it does not have: UsageError asking for --name (never a name mangled from another language)."""
-    if not looks_english(task):
-        raise UsageError(NOT_ENGLISH)
+    """The name of an English task: its content words (`env_<hash>` where it has none)."""
     words = content_words(task)
     if not words:
         words = ["env", hashlib.sha256(task.encode("utf-8")).hexdigest()[:8]]
     name = "_".join(words)
     return f"{name}_{suffix}" if suffix and not name.endswith(suffix) else name
+
+
+def english_translation(task: str, backend: ChatBackend) -> str | None:
+    """The designer model's English translation of `task`, on one line; None when it gave none that reads as
+    English with content words. Greedy, so the same prompt gets the same name."""
+    reply = backend.complete([{"role": "system", "content": TRANSLATE}, {"role": "user", "content": task}],
+                             max_tokens=TRANSLATION_TOKENS, temperature=0.0)
+    english = " ".join(reply.text.split()).strip(" \"'")
+    return english if english and looks_english(english) and content_words(english) else None
+
+
+def transliterated_name(task: str) -> str:
+    """A name from the task's words written in ASCII (anyascii): accents dropped, other scripts romanised,
+    syllables of a script without spaces split where the romanisation capitalises them."""
+    from anyascii import anyascii
+
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", anyascii(task))
+    words = [w[:NAME_WORD_CHARS] for w in content_words(spaced, limit=12) if w not in OTHER_WORDS]
+    return package_name(" ".join(words[:3]) or task)
+
+
+def name_package(task: str, backend: ChatBackend | None) -> PackageName:
+    """The name of a task nobody named: its own words when it is English, else its English translation's (by
+    `backend`, the designer's model), else a transliteration's."""
+    if looks_english(task):
+        return PackageName(package_name(task), "task")
+    english = english_translation(task, backend) if backend is not None else None
+    if english is not None:
+        return PackageName(package_name(english), "designer", english)
+    return PackageName(transliterated_name(task), "transliteration")

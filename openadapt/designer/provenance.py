@@ -41,7 +41,9 @@ class Provenance(BaseModel):
     provenance_version: int = 2
     openadapt_version: str
     name: str
-    task: str
+    name_source: str = "task"  # --name, example, task (its words), designer (its translation), transliteration
+    task: str  # as the user wrote it
+    task_english: str | None = None  # the designer model's translation the name was made from
     designer: DesignerInfo
     template_versions: dict[str, str]
     attempts: list[AttemptRecord] = Field(default_factory=list)
