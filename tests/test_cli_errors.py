@@ -4,6 +4,7 @@ Ctrl-C is exit 130; one wording per error (issue 13: first contact)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -242,3 +243,17 @@ def test_the_tier_has_one_wording_everywhere():
                  ("play", "seed:incident_triage", "--eci", "7"),
                  ("curriculum", "seed:incident_triage", "--start-eci", "7")):
         assert "ECI tier 7 is outside 1-5" in words(runner.invoke(app, list(args)).output)
+
+
+@pytest.mark.parametrize("broken", ["[" * 100_000, '{"name": 3}', "\xff\xfe not json"])
+def test_one_malformed_provenance_is_named_and_hides_no_other_package(broken, tmp_path):
+    shutil.copytree(Path(__file__).parents[1] / "generated_envs/kubernetes_cluster", tmp_path / "kubernetes_cluster")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "provenance.json").write_text(broken, encoding="latin-1")
+    listed = runner.invoke(app, ["list", "--root", str(tmp_path), "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["bad"]["verdict"] == "unreadable" and rows["kubernetes_cluster"]["verdict"] == "pass"
+    shown = runner.invoke(app, ["show", "bad", "--root", str(tmp_path)])
+    assert shown.exit_code == 2 and len(shown.output.strip().splitlines()) == 1
+    assert "provenance.json is unreadable" in shown.output and "Traceback" not in shown.output

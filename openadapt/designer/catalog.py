@@ -32,7 +32,12 @@ def list_packages(root: Path) -> list[CatalogEntry]:
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         if not (folder / PROVENANCE_FILE).is_file():
             continue
-        p = Provenance.read(folder)
+        try:
+            p = Provenance.read(folder)
+        except UsageError as exc:  # one broken package does not hide the others
+            entries.append(CatalogEntry(name=folder.name, task=str(exc), designer="-", attempts=0,
+                                        verdict="unreadable", digest=""))
+            continue
         designer = describe_designer(p.designer)
         entries.append(CatalogEntry(name=p.name, task=p.task, designer=designer, attempts=len(p.attempts),
                                     verdict=str(p.validation.get("verdict", "?")), digest=p.content_digest or ""))

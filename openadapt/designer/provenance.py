@@ -8,12 +8,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from openadapt.designer.base import DesignerInfo
 from openadapt.designer.llm import Usage
+from openadapt.errors import UsageError
 
 PROVENANCE_FILE = "provenance.json"
+MAX_PROVENANCE_BYTES = 8 * 2**20
 VOLATILE_FIELDS = ("created_at", "duration_s", "design_s", "validation_s")  # differ run to run
 
 
@@ -63,7 +65,20 @@ class Provenance(BaseModel):
 
     @classmethod
     def read(cls, folder: Path) -> Provenance:
-        return cls.model_validate_json((folder / PROVENANCE_FILE).read_text())
+        """The provenance of a package folder; UsageError naming the file and what is wrong with it (it is data a
+        pull request may have changed: bounded in size, parsed without recursion limits being reached)."""
+        path = folder / PROVENANCE_FILE
+        try:
+            if path.is_symlink() or path.stat().st_size > MAX_PROVENANCE_BYTES:
+                raise ValueError(f"not a regular file of at most {MAX_PROVENANCE_BYTES // 2**20} MiB")
+            return cls.model_validate_json(path.read_bytes())
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            why = f"{where}: {first['msg']}" if where else first["msg"]
+        except (OSError, ValueError) as exc:
+            why = str(exc) or type(exc).__name__
+        raise UsageError(f"{path} is unreadable ({why[:200]})")
 
 
 def stable(data: Any) -> Any:

@@ -11,13 +11,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from openadapt import safeyaml
 from openadapt.errors import ManifestError
 from openadapt.kit.section import PackageSection
 
 MANIFEST_FILE = "openenv.yaml"
+MAX_MANIFEST_BYTES = 256 * 1024  # a manifest is a page of settings
 
 
 class PackageManifest(BaseModel):
@@ -49,9 +50,9 @@ def parse_manifest(root: Path) -> PackageManifest:
     if not source.is_file():
         raise ManifestError(f"{root} is not an environment package: it has no {MANIFEST_FILE}")
     try:
-        raw = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ManifestError(f"{source}: not valid YAML ({str(exc).splitlines()[0]})") from exc
+        raw = safeyaml.load_file(source, str(source), max_bytes=MAX_MANIFEST_BYTES)
+    except safeyaml.YamlRefused as exc:
+        raise ManifestError(f"{source}: {exc.reason.removeprefix('is ')}") from None
     if not isinstance(raw, dict):
         raise ManifestError(f"{source}: must be a YAML mapping")
     if "openadapt" not in raw:

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from openadapt import safeyaml
 from openadapt.families.domain import Domain, DomainError, DomainProblem
 
 MAX_DOMAIN_BYTES = 256 * 1024
@@ -22,28 +23,17 @@ def _refuse(message: str, source: str) -> DomainError:
 
 
 def parse_domain_yaml(text: str, source: str = "domain.yaml") -> Any:
-    if len(text.encode("utf-8")) > MAX_DOMAIN_BYTES:
-        raise _refuse(f"is larger than {MAX_DOMAIN_BYTES // 1024} KiB", source)
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise _refuse("uses YAML anchors or aliases (&name / *name): write every value out", source)
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise _refuse(f"is not valid YAML ({first})", source) from None
+        return safeyaml.loads(text, "the domain", max_bytes=MAX_DOMAIN_BYTES)
+    except safeyaml.YamlRefused as exc:
+        raise _refuse(exc.reason, source) from None
 
 
 def read_domain_file(path: Path) -> Any:
-    if not path.is_file() or path.is_symlink():
-        raise _refuse(f"{path.name} is missing (or not a regular file)", str(path))
-    if path.stat().st_size > MAX_DOMAIN_BYTES:
-        raise _refuse(f"is larger than {MAX_DOMAIN_BYTES // 1024} KiB", str(path))
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise _refuse("is not UTF-8 text", str(path)) from None
-    return parse_domain_yaml(text, str(path))
+        return safeyaml.load_file(path, "the domain", max_bytes=MAX_DOMAIN_BYTES)
+    except safeyaml.YamlRefused as exc:
+        raise _refuse(exc.reason, str(path)) from None
 
 
 class _BlockDumper(yaml.SafeDumper):
