@@ -2,7 +2,7 @@
 
 At ECI 3 of incident_triage the alert fires on a component whose logs blame a dependency ("upstream X timed
 out"), and the shortest honest episode reads X's logs first. GRPO runs never made the tiny model do that on its
-own (docs/training.md, "What stops the climb"). This probe separates capacity from credit: it trains the same
+own (docs/history/training.md, "What stops the climb"). This probe separates capacity from credit: it trains the same
 network by plain next-token cross-entropy on (first observation -> `{"tool": "inspect_logs", "component": ROOT}`)
 pairs, the root taken from the environment's privileged view (a probe, never a training target of the solver),
 and prints how often greedy decoding then names the root on held-out seeds. A model that learns this in minutes

@@ -8,7 +8,7 @@ timeline and a final held-out evaluation of every tier reached (the replayed tie
     OMP_NUM_THREADS=1 python benchmarks/curriculum_tiny.py --source seed:enterprise_workflow --minutes 180 \\
         --output runs/bench-curriculum-workflow
 
-The settings that climbed furthest so far (docs/training.md, "Measured"): self-imitation of solved episodes from
+The settings that climbed furthest so far (docs/benchmarks.md, "Curriculum"): self-imitation of solved episodes from
 ECI 2 on (off at ECI 1, where it copies lucky guesses), the first turn's log read explored (from ECI 4 the second
 turn's runbook read, and the diagnosis's fix drawn from the fixes the observation names), each tier's shortest
 honest turn budget, the KL anchor moved per tier and dropped from ECI 3; with a greedy check on 100 fresh seeds

@@ -150,3 +150,8 @@ def test_generate_an_example_through_the_cli_shows_progress_and_a_table(tmp_path
     assert "{'" not in result.stdout
     taken = runner.invoke(app, ["generate", "--example", "diagnosis:kubernetes_cluster", "--output", str(tmp_path)])
     assert taken.exit_code == 2 and "already exists: pass --force" in words(taken.output)
+    as_json = runner.invoke(app, ["generate", "--example", "diagnosis:kubernetes_cluster", "--output", str(tmp_path),
+                                  "--name", "k8s_json", "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.stdout)["ok"] is True  # stdout is the one JSON document...
+    assert "attempt 1/4: validating (in the sandbox)" in as_json.stderr  # ...and the progress still shows

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from openadapt.cli import app
 from openadapt.sandbox import bwrap
+from openadapt.sandbox.base import import_root
 from openadapt.sandbox.docker import PACKAGE_MOUNT, connect, container_spec
 from openadapt.validator import SandboxUnavailable, Validator, Verdict
 from openadapt.validator.report import CheckResult, SandboxInfo, Status, ValidationReport
@@ -72,7 +73,9 @@ def test_bwrap_command_isolates(tmp_path):
         assert argv[argv.index("--remount-ro") + 1] == "/"
         assert f"--reuid={sandbox.uid}" in argv and "--no-new-privs" in argv and "--bounding-set=-all" in argv
         assert "/work/main/.git" not in argv and str(Path.home()) not in argv[argv.index("--"):]
-        assert set(sandbox.worker_env()) == {"PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "HOME", "OMP_NUM_THREADS"}
+        env = sandbox.worker_env()
+        assert set(env) - {"PYTHONPATH"} == {"PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "HOME", "OMP_NUM_THREADS"}
+        assert env.get("PYTHONPATH") == (str(import_root()) if import_root() else None)  # openadapt's own code only
         # The scratch is a tmpfs of the sandbox's disk budget, never a writable host directory.
         scratch = argv.index("/tmp/scratch")
         assert argv[scratch - 1] == "--tmpfs" and argv[scratch - 2] == str(256 * 1024 * 1024)

@@ -2,7 +2,7 @@
 chooses a family for the task and writes that family's `Domain` as data, piece by piece.
 
 Small models do well on small, well-described pieces with a worked example, and badly on a whole domain at once
-(docs/designer.md has the measurements). So:
+(docs/history/designer.md has the measurements). So:
 
 1. **The task's mechanic** (one constrained request): the world, what the agent does, what success means.
 2. **The family**: with the local model, the family name it is most likely to answer given a menu of every
@@ -220,7 +220,7 @@ def pick_example(task: str, family: Family) -> tuple[Domain, dict[str, Any]]:
     Not a seed: a generated package must not carry a seed's entities, and a 1.5B model shown incident_triage
     wrote its alert back almost word for word and gave six pumps its templated note ("owned by team-pump; pager
     rotation on call."). Not the world most like the task's: given a wind park for a farm's pumps it copied the
-    wind park into the pumps (3.2 MW pumps "connected to the pitch system"; docs/designer.md)."""
+    wind park into the pumps (3.2 MW pumps "connected to the pitch system"; docs/history/designer.md)."""
     files, task_words = family.examples(), _words(task)
     own = [n for n, path in files.items() if path.parent == family.root / "examples"] or list(files)
     shared = {n: len(task_words & _words(path.read_text(encoding="utf-8"))) for n, path in files.items()}

@@ -142,10 +142,10 @@ class Domain(DomainPart):
     # supplier's 1.5B gave every issue `constraint: null`, though the description asks two for one).
     REQUIRED_IN_FIRST: ClassVar[dict[str, int]] = {}
     # Whether the embedded model writes every piece after the header aside, out of the worked example's sight
-    # (docs/designer.md): on for the families where that was measured better (scheduling: 25 and 28 problems left
-    # at 10 minutes against 55, no dock names); off where the pieces need the example's shape (inventory aside:
-    # items named 'inventory', 'item2', ..., 32 problems against 9; diagnosis aside: the pumps 11 against 2) or
-    # what was written before them in full (a question's SQL reads the tables' columns).
+    # (docs/history/designer.md): on for the families where that was measured better (scheduling: 25 and 28 problems
+    # left at 10 minutes against 55, no dock names); off where the pieces need the example's shape (inventory aside:
+    # items named 'inventory', 'item2', ..., 32 problems against 9; diagnosis aside: the pumps 11 against 2) or what was
+    # written before them in full (a question's SQL reads the tables' columns).
     PIECES_ASIDE: ClassVar[bool] = False
     # Texts that must hold no figure ('list[].field' paths), which a designer's grammar then keeps out: checked
     # only afterwards, the supplier's 1.5B wrote "... pay a fee of 200 EUR" into two constraint hints.

@@ -4,9 +4,9 @@ expect, not by its whole episode's outcome.
 With `credit="episode"` every turn of an episode gets the episode's GRPO advantage. On a tier whose shortest honest
 episode is "read the right component, then diagnose", that credit cannot tell a good read followed by a wrong
 diagnosis from a useless read: both fall behind a first-turn guess that earns partial credit, so reading is
-pushed down (docs/training.md, "What stops the climb"). Here the value of the state a turn leaves is estimated the
-way VinePPO does (Kazemnejad et al., 2024): by playing the current policy on from that state `value_samples`
-times (same seed and tier, the turns so far replayed, the rest sampled at the training temperature) and averaging
+pushed down (docs/history/training.md, "What stops the climb"). Here the value of the state a turn leaves is estimated
+the way VinePPO does (Kazemnejad et al., 2024): by playing the current policy on from that state `value_samples` times
+(same seed and tier, the turns so far replayed, the rest sampled at the training temperature) and averaging
 the returns. For an episode with turns 1..n, return R and group mean b:
 
     V_0 = b (GRPO's baseline),  V_t = mean return of the continuations after turn t,  V_n = R

@@ -64,7 +64,7 @@ class Constraint(DomainPart):
     # unit it cannot take offline and a standby to move its load to): a note that takes its words for this
     # world's component is not a copy. Asked without it, with a skeleton of it, with two other worlds' notes or
     # for its parts one by one, the 1.5B wrote the fault's runbook advice, or the usual fix, in 15 of 16 tries
-    # (the pumps, 2026-12-03); with it, it took the form (docs/designer.md, run 27).
+    # (the pumps, 2026-12-03); with it, it took the form (docs/history/designer.md, run 27).
     FORMS = frozenset({"note"})
 
     note: str = Field(min_length=20, max_length=300, description=(
