@@ -120,7 +120,7 @@ def test_the_curriculum_command_prints_events_as_words_not_json():
     from openadapt.cli.render import Progress
 
     lines: list[str] = []
-    progress = Progress(quiet=False)
+    progress = Progress()
     progress.line = lines.append
     listen = _listener(progress)
     listen(EVENTS[3][0])
