@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+import yaml
 from fake_openai import FakeOpenAI, Scripted
 from scripted_designs import ENV_FILE, NAME, as_reply, design_files, design_reply
 
@@ -46,6 +47,13 @@ def test_broken_then_fixed_is_accepted_on_attempt_two(llm, tmp_path, validator):
     assert provenance["designer"]["model"] == "designer-1" and provenance["usage"]["total_tokens"] > 0
     assert provenance["attempts"][0]["feedback_sent"] and provenance["validation"]["verdict"] == "pass"
     assert not list((tmp_path / "generated_envs" / ".staging").iterdir())
+    # RFC 008: the manifest pins the model that wrote it, and OpenEnv's own validator accepts the package
+    from openenv.validation.runner import run_validation
+    from openenv.validation.types import Level
+
+    pin = yaml.safe_load((package / "openenv.yaml").read_text())["validation"]["task_distribution"]
+    assert pin == {"generator_model": "designer-1"}  # no seed was set for this endpoint
+    assert run_validation(package, max_level=Level.STATIC).verdict.value == "pass"
 
 
 def test_always_broken_stops_after_max_attempts(llm, tmp_path, validator):

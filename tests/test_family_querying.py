@@ -565,3 +565,16 @@ def test_the_draft_tidy_makes_a_soft_delete_one_the_table_can_hold(family):
     assert tidied["orders"]["soft_delete"] == tables["orders"]["soft_delete"]  # sound: as written
     problems = [p for p in family.parse_domain(QueryingDomain.tidy(draft)).problems() if "soft_delete" in p.path]
     assert not problems
+
+
+@pytest.mark.parametrize("where", ["table", "column"])
+def test_a_rename_that_is_not_an_identifier_never_reaches_sql(family, where):
+    """Renames become table and column names in the episode's CREATE TABLE: anything but an identifier (here a
+    statement smuggled into the DDL) is refused by the schema, with the field's path."""
+    data = family.load_example(sorted(family.examples())[0]).model_dump(mode="json")
+    hostile = "x (a); WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r"
+    target = data["tables"][0] if where == "table" else data["tables"][0]["columns"][1]
+    target["renames"] = [hostile]
+    with pytest.raises(DomainError) as refused:
+        family.parse_domain(data)
+    assert "renames" in str(refused.value)

@@ -651,7 +651,8 @@ def test_the_seed_is_the_family_plus_its_domain_and_passes_openenv_static_valida
     root = SEEDS_DIR / "daily_report"
     files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert files == {"README.md", "domain.yaml", "openenv.yaml", "pyproject.toml", "__init__.py", "client.py",
-                     "server/__init__.py", "server/app.py", "server/Dockerfile", "server/requirements.txt"}
+                     "server/__init__.py", "server/app.py", "server/Dockerfile", "server/requirements.txt",
+                     "validation/runtime.json"}
     assert "family: report@1" in (root / "openenv.yaml").read_text()
     pkg = tmp_path / "daily_report"
     shutil.copytree(root, pkg, ignore=shutil.ignore_patterns("__pycache__"))

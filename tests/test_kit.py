@@ -161,9 +161,11 @@ def test_the_keyword_stuffing_probe_sends_what_the_action_schema_accepts():
         reasoning: str = Field(default="", max_length=300)
         quotes: list[typing.Annotated[str, Field(max_length=20)]] = Field(default_factory=list, max_length=3)
 
-    observation = AgentObservation(feedback=" ".join(f"word{i}" for i in range(500)))
-    probe = ProbePolicy(Diagnose, "keyword_stuffing")
-    probe.begin(None, observation, random.Random(0))
-    action = probe.act(observation)
+    from openadapt.validator.checks.remote import Obs
+
+    observation = Obs(AgentObservation(feedback=" ".join(f"word{i}" for i in range(500))).model_dump(mode="json"))
+    probe = ProbePolicy(Diagnose.model_json_schema(), "keyword_stuffing")
+    probe.begin(None, observation, 0)
+    action = Diagnose.model_validate(probe.act(observation))  # what the package's action class reads
     assert len(action.reasoning) == 300 and action.reasoning.startswith(names[0])  # stuffed to the bound
     assert len(action.quotes) == 3 and all(len(q) == 20 for q in action.quotes)

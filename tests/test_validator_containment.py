@@ -326,7 +326,7 @@ while True:
 """)
     report = run(validator, root, bound_s=6)
     assert report.verdict == Verdict.FAIL
-    assert failed_with(report, "did not stop when interrupted")
+    assert failed_with(report, "reset() did not return within 2 s (the validator stopped it")
     assert report.check("runtime.resource_bounds").status == Status.FAIL
 
 
@@ -337,7 +337,7 @@ signal.signal(signal.SIGALRM, lambda *args: None)
 time.sleep(10 ** 6)
 """)
     report = run(validator, root, bound_s=6)
-    assert failed_with(report, "reset() ran past its 2 s limit and did not stop when interrupted")
+    assert failed_with(report, "reset() did not return within 2 s (the validator stopped it")
 
 
 def test_sleeping_forever_times_out(validator, tmp_path):
@@ -359,16 +359,16 @@ def test_import_that_never_returns(validator, tmp_path):
     assert failed_with(report, "did not return within") or failed_with(report, "ended during this check")
 
 
-def test_an_import_that_swallows_its_time_limit_fails(validator, tmp_path):
-    """The import sleeps past its bound and catches the interrupt: it returns, late, and still fails."""
+def test_an_import_that_returns_late_fails(validator, tmp_path):
+    """The import returns just past its bound (before the validator stops it): the judge's clock, not the
+    package's, says it was late, and it fails."""
     root = copy_fixture(tmp_path)
     models = root / "models.py"
-    swallow = "import time\ntry:\n    time.sleep(10 ** 6)\nexcept BaseException:\n    pass\n"
-    models.write_text(swallow + models.read_text())
+    models.write_text("import time\ntime.sleep(2.1)\n" + models.read_text())
     report = run(validator, root)
     imports = report.check("static.imports")
     assert imports.status == Status.FAIL, imports
-    assert "the package caught the interrupt" in imports.evidence[0]
+    assert "importing the package did not return within 2 s" in imports.evidence[0]
     assert report.verdict == Verdict.FAIL
 
 

@@ -55,6 +55,8 @@ def test_every_problem_is_named(package, tmp_path):
     (package / "folder-link").symlink_to("server")
     os.link(package / "README.md", package / "README-again.md")
     (package / "bad\nname").write_text("x")
+    Path(os.fsdecode(bytes(package / "caf") + b"\xe9.txt")).write_text("latin-1 name")
+    (package / "stale.pyc").write_bytes(b"\x6f\x0d\x0d\x0a")
     problems = refused(package, tmp_path / "staged")
     assert "pipe is a named pipe (FIFO)" in problems
     assert "symlink out -> /etc/hostname points outside the package" in problems
@@ -62,6 +64,8 @@ def test_every_problem_is_named(package, tmp_path):
     assert "symlink folder-link -> server links a directory: ship the files themselves" in problems
     assert any(p.startswith("README") and "is a hard link (2 names)" in p for p in problems)
     assert "'bad\\nname': control characters in a file name" in problems
+    assert "'caf\\udce9.txt': a file name that is not UTF-8 (rename it)" in problems
+    assert any(p.startswith("stale.pyc is compiled bytecode") for p in problems)
 
 
 def test_compiled_native_code_is_refused(package, tmp_path):

@@ -26,6 +26,12 @@ class DesignerInfo(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)  # sampling settings, seed, threads
 
 
+def task_distribution(info: DesignerInfo) -> dict[str, Any]:
+    """RFC 008's pin of a generated task distribution (`validation.task_distribution` in openenv.yaml): the model
+    that wrote it and its sampling seed."""
+    return {"generator_model": info.model, "generator_seed": info.settings.get("seed")}
+
+
 class Candidate(BaseModel):
     """One proposal. `files` is empty when the reply could not be used; `problems` say why."""
 

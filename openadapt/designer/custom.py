@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from openadapt.designer.base import Candidate, DesignerInfo
+from openadapt.designer.base import Candidate, DesignerInfo, task_distribution
 from openadapt.designer.lint import tidy
 from openadapt.designer.reply import parse_reply
 from openadapt.envpkg.render import custom_package
@@ -76,7 +76,7 @@ class CustomSpec(BaseModel):
         })
 
 
-def assemble(name: str, written: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+def assemble(name: str, written: dict[str, str], pin: dict | None = None) -> tuple[dict[str, str], list[str]]:
     """The package from the designer's files (spec.json + custom/ + README.md); (files, problems)."""
     written = dict(written)
     problems = []
@@ -95,7 +95,8 @@ def assemble(name: str, written: dict[str, str]) -> tuple[dict[str, str], list[s
     if stray:
         problems.append(f"ignored files outside custom/: {', '.join(stray)} (openadapt renders the boilerplate)")
     code = {p: t for p, t in written.items() if p.startswith("custom/")}
-    files = custom_package(name, section, code, f"# {name}\n\n{readme}\n", tags=("openadapt", "generated", "custom"))
+    files = custom_package(name, section, code, f"# {name}\n\n{readme}\n", tags=("openadapt", "generated", "custom"),
+                           task_distribution=pin)
     files, lint = tidy(files)
     return files, problems + [f"lint (not fatal): {p}" for p in lint[:10]]
 
@@ -130,7 +131,7 @@ class CustomDesigner:
             return candidate
         written = {**self._written, **parsed.files} if merge else dict(parsed.files)
         self._written = written
-        files, problems = assemble(self.name, written)
+        files, problems = assemble(self.name, written, task_distribution(self.info))
         candidate.problems += problems
         candidate.files = files
         return candidate

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from openadapt.designer.base import Candidate, DesignerInfo
+from openadapt.designer.base import Candidate, DesignerInfo, task_distribution
 from openadapt.designer.brief import write_brief
 from openadapt.designer.chat import ChatBackend, ReplyError, Usage
 from openadapt.designer.copying import copied_from_example
@@ -538,7 +538,7 @@ class FamilyDomainDesigner(PieceRepairs):
                   f"{self.task}")
         readme = design_readme(self.name, self.task, self._family, domain, self.info)
         files = family_package(self.name, section, dump_domain(domain, header=header), readme,
-                               tags=("openadapt", "generated"))
+                               tags=("openadapt", "generated"), task_distribution=task_distribution(self.info))
         return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
 
 

@@ -151,6 +151,7 @@ class LoadedPackage:
 def module_prefix(ref: PackageRef) -> str:
     if ref.seed:
         return f"openadapt.seed_envs.{ref.name}"
+    _source_only(ref)
     digest = hashlib.sha1(str(ref.root).encode()).hexdigest()[:10]
     prefix = f"openadapt_pkg_{ref.name}_{digest}"
     if prefix not in sys.modules:
@@ -163,6 +164,20 @@ def module_prefix(ref: PackageRef) -> str:
         if init.exists():
             spec.loader.exec_module(module)
     return prefix
+
+
+def _source_only(ref: PackageRef) -> None:
+    """A package's code runs from its source, as the validator read it: a bare .pyc module is refused, and this
+    process keeps its bytecode elsewhere (`sys.pycache_prefix`), so a package's own __pycache__ is never read
+    (nor written: the checkout stays as the user has it)."""
+    stray = sorted(str(p.relative_to(ref.root)) for p in ref.root.rglob("*.py[co]") if "__pycache__" not in p.parts)
+    if stray:
+        raise ManifestError(f"{ref.label}: compiled bytecode ({', '.join(stray[:3])}) is not part of a package: "
+                            "delete it and ship the source")
+    if sys.pycache_prefix is None:
+        import tempfile
+
+        sys.pycache_prefix = tempfile.mkdtemp(prefix="openadapt-pycache-")
 
 
 def load(ref: PackageRef | str, *, trust: bool = False) -> LoadedPackage:

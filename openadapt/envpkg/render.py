@@ -25,7 +25,9 @@ BOILERPLATE = {  # package path -> template
     "server/app.py": "server_app.py.j2",
     "server/Dockerfile": "Dockerfile.j2",
     "server/requirements.txt": "requirements.txt.j2",
+    "validation/runtime.json": "runtime.json.j2",
 }
+PROBE_PATH = "validation/runtime.json"  # RFC 008's runtime plan: what `openenv validate --level runtime` plays
 # Files a family package may hold besides the boilerplate: its content and what describes it.
 FAMILY_CONTENT = ("domain.yaml", "README.md", "provenance.json")
 DEFAULT_TAGS = ("openadapt",)
@@ -48,12 +50,14 @@ def template_versions() -> dict[str, str]:
 
 
 def boilerplate(name: str, section: PackageSection, tags: tuple[str, ...] | list[str] = DEFAULT_TAGS,
-                floor_margin: float = 0.3, extra_data: tuple[str, ...] = ()) -> dict[str, str]:
-    """Every boilerplate file of package `name`, rendered."""
+                floor_margin: float = 0.3, extra_data: tuple[str, ...] = (),
+                task_distribution: dict | None = None) -> dict[str, str]:
+    """Every boilerplate file of package `name`, rendered. `task_distribution`: RFC 008's pin of how the task was
+    made (`generator_model`, `generator_seed`), for a package a designer model wrote."""
     if not _NAME.match(name):
         raise ValueError(f"package name {name!r} must be a lowercase identifier (letters, digits, underscores)")
     packages = {name: ".", f"{name}.server": "server"}
-    data = ["openenv.yaml", "README.md"]
+    data = ["openenv.yaml", "README.md", PROBE_PATH]
     if section.family:
         data.append(section.domain or "domain.yaml")
         oracle = f"openadapt family {section.family}"
@@ -66,6 +70,8 @@ def boilerplate(name: str, section: PackageSection, tags: tuple[str, ...] | list
         "name": name, "section": section, "tags": list(dict.fromkeys([*tags, *(["family:" + section.family_name]
                                                                                if section.family else [])])),
         "floor_margin": floor_margin, "oracle_location": oracle, "client_class": client_class(name),
+        "probe_path": PROBE_PATH, "task_distribution": {k: v for k, v in (task_distribution or {}).items()
+                                                        if v is not None},
         "packages": list(packages), "package_dirs": packages, "data_files": data,
     }
     env = _environment()
@@ -97,18 +103,20 @@ def content_digest(files: dict[str, str]) -> str:
 
 
 def family_package(name: str, section: PackageSection, domain_yaml: str, readme: str,
-                   tags: tuple[str, ...] | list[str] = DEFAULT_TAGS) -> dict[str, str]:
+                   tags: tuple[str, ...] | list[str] = DEFAULT_TAGS,
+                   task_distribution: dict | None = None) -> dict[str, str]:
     """Every file of a family package: its domain, its README and the boilerplate around them."""
     if section.family is None:
         raise ValueError("family_package() needs a section that names a family")
-    files = boilerplate(name, section, tags)
+    files = boilerplate(name, section, tags, task_distribution=task_distribution)
     files[section.domain or "domain.yaml"] = domain_yaml
     files["README.md"] = readme
     return dict(sorted(files.items()))
 
 
 def custom_package(name: str, section: PackageSection, files: dict[str, str], readme: str,
-                   tags: tuple[str, ...] | list[str] = DEFAULT_TAGS) -> dict[str, str]:
+                   tags: tuple[str, ...] | list[str] = DEFAULT_TAGS,
+                   task_distribution: dict | None = None) -> dict[str, str]:
     """Every file of a custom-mechanics package: its `custom/` code and templates, README and boilerplate
     (which wins over any file of the same path the designer wrote)."""
     if section.mechanics is None:
@@ -119,5 +127,5 @@ def custom_package(name: str, section: PackageSection, files: dict[str, str], re
         raise ValueError(f"custom mechanics live under custom/: {', '.join(outside)} is outside it")
     out.setdefault("custom/__init__.py", "")
     out["README.md"] = readme
-    out.update(boilerplate(name, section, tags))
+    out.update(boilerplate(name, section, tags, task_distribution=task_distribution))
     return dict(sorted(out.items()))

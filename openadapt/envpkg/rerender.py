@@ -21,6 +21,7 @@ from openadapt.envpkg.render import boilerplate
 from openadapt.errors import UsageError
 
 DEFAULT_FLOOR_MARGIN = 0.3
+ADDED = ("execution",)  # validation keys newer templates add: a block that lacks only these is still the template's
 
 
 class RenderResult(BaseModel):
@@ -52,11 +53,13 @@ def rerender(package: str, *, check: bool = False) -> RenderResult:
                          "are its own, there is no boilerplate to render (docs/environment-package.md)")
     validation = ref.manifest.raw.get("validation") or {}
     tags, margin = render_inputs(validation)
-    expected = boilerplate(ref.name, ref.manifest.openadapt, tags, floor_margin=margin)
+    expected = boilerplate(ref.name, ref.manifest.openadapt, tags, floor_margin=margin,
+                           task_distribution=validation.get("task_distribution"))
     result = RenderResult(package=ref.label, root=ref.root, checked_only=check)
     for path, text in expected.items():
         target = ref.root / path
-        if path == MANIFEST_FILE and (yaml.safe_load(text) or {}).get("validation") != validation:
+        rendered = (yaml.safe_load(text) or {}).get("validation") if path == MANIFEST_FILE else None
+        if path == MANIFEST_FILE and _without(rendered, ADDED) != _without(validation, ADDED):
             result.kept[path] = "its validation: block is the package's own (not the template's); edit it by hand"
             continue
         if target.is_file() and target.read_text(encoding="utf-8", errors="replace") == text:
@@ -67,3 +70,7 @@ def rerender(package: str, *, check: bool = False) -> RenderResult:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
     return result
+
+
+def _without(block: dict[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    return {k: v for k, v in (block or {}).items() if k not in keys}

@@ -2,9 +2,11 @@
 
 The sandbox is the enforcement: namespaces, an unprivileged uid, seccomp and rlimits make these attempts fail.
 This module only makes them visible, so that a package that tries to escape (and fails harmlessly) does not
-pass validation and later run for real under `--trust`. An event is recorded only when a frame of the package's
-own files is on the stack (the validator's own sockets and files are not the package's doing); each record
-names the innermost package frame (file relative to the package, line).
+pass validation and later run for real under `--trust`. The hook is installed in the player, whose own code
+opens no socket, starts no process and writes nowhere: every watched event there is the package's doing, from
+whichever thread, module or file name it comes (frame file names are the package's to choose, so they decide
+nothing). A record names the innermost frame as evidence (file relative to the package where it is the
+package's, line).
 
 Records are JSON lines written straight to a pipe the worker reads (`os.write` of less than PIPE_BUF bytes is
 atomic, so threads and forked copies cannot interleave them), deduplicated per process and capped.
@@ -35,7 +37,8 @@ WATCHED = frozenset(NETWORK | PROCESSES | NATIVE | READS | WRITES | TAMPERING)
 
 SYSTEM_READS = ("/usr/", "/lib/", "/lib64/", "/bin/", "/sbin/", "/etc/localtime", "/etc/timezone", "/etc/hosts",
                 "/etc/nsswitch.conf", "/etc/ld.so.cache", "/etc/mime.types", "/dev/null", "/dev/zero",
-                "/dev/urandom", "/dev/random", "/proc/self/", "/sys/devices/system/cpu/")
+                "/dev/urandom", "/dev/random", "/proc/self/", "/proc/cpuinfo", "/proc/meminfo",
+                "/sys/devices/system/cpu/")
 
 
 class AuditRecorder:
@@ -125,12 +128,10 @@ class AuditRecorder:
         if event not in WATCHED:
             return
         try:
-            where = self._package_frame()
-            if where is None:
-                return
             detail = self.describe(event, args)
             if detail is None:
                 return
+            where = self._where()
             key = (event, detail[:80], where[0], where[1])
             if key in self.sent or len(self.sent) >= MAX_RECORDS:
                 return
@@ -141,19 +142,17 @@ class AuditRecorder:
         except Exception:  # noqa: BLE001  (the hook must never break the code it watches)
             pass
 
-    def _package_frame(self) -> tuple[str, int] | None:
-        """The innermost frame in the package's files, or None: no package frame, or the event comes from the
-        import-time code of a module outside the package (an installed library probing the system while the
-        package imports it is not the package's doing; a package module's own top-level code is)."""
+    def _where(self) -> tuple[str, int]:
+        """The innermost frame of the package's files if there is one, else the innermost frame: evidence of
+        where the attempt was made (a file name can be forged; whether it is recorded never depends on it)."""
         frame = sys._getframe(2)
+        innermost = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", 0)
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename.startswith(self.root):
                 return filename[len(self.root):], frame.f_lineno
-            if filename.startswith("<frozen importlib._bootstrap"):
-                return None
             frame = frame.f_back
-        return None
+        return innermost
 
 
 def _address(value) -> str:

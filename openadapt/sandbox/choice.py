@@ -68,6 +68,9 @@ def make_sandbox(choice: SandboxChoice | str, workdir: Path,
         ) from None
 
 
+BYTECODE_SUFFIXES = (".pyc", ".pyo")
+
+
 class PackageRefused(UsageError):
     """A package directory holds something no package may (a named pipe, a device, a link out of the package,
     an oversized file): it is not staged, no code of it runs."""
@@ -78,7 +81,9 @@ class PackageRefused(UsageError):
 
 
 def _ignored(name: str) -> bool:
-    return name in ("__pycache__", ".git", ".venv") or name.endswith((".pyc", ".egg-info"))
+    """Never staged and never read on any path: Python's caches (openadapt imports packages with its own
+    `sys.pycache_prefix`, so a package's __pycache__ is not run in the sandbox or under --trust) and tool folders."""
+    return name in ("__pycache__", ".git", ".venv") or name.endswith(".egg-info")
 
 
 def _kind(mode: int) -> str:
@@ -164,6 +169,15 @@ def stage_package(source: Path, dest: Path) -> str:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             if any(ord(c) < 32 or c == "\x7f" for c in entry.name):
                 refuse(f"{rel!r}: control characters in a file name")
+                continue
+            try:
+                entry.name.encode("utf-8")
+            except UnicodeEncodeError:
+                refuse(f"{ascii(rel)}: a file name that is not UTF-8 (rename it)")
+                continue
+            if entry.name.endswith(BYTECODE_SUFFIXES):
+                refuse(f"{rel} is compiled bytecode: a package ships its Python source (bytecode would run under "
+                       "--trust without the source the validator read)")
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)

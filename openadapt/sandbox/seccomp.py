@@ -28,6 +28,10 @@ DENIED = (
 )
 PTRACE_REQUESTS = {16: "PTRACE_ATTACH", 0x4206: "PTRACE_SEIZE", 0: "PTRACE_TRACEME", 4: "PTRACE_POKETEXT",
                    5: "PTRACE_POKEDATA"}
+# Calls that signal a process named by its pid (first argument): refused when it names a protected process (the
+# validator's own), its process group, or every process (-1). pid_t is 32 bits: compared under a 32-bit mask.
+SIGNAL_CALLS = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open")
+PID_MASK = 0xFFFFFFFF
 
 
 def _import_pyseccomp():
@@ -61,31 +65,37 @@ def apply_filter() -> str | None:
     return note
 
 
-def apply_filter_with_listener(listener: bool = True) -> tuple[str | None, int | None]:
+def apply_filter_with_listener(listener: bool = True, protect: tuple[int, ...] = ()) -> tuple[str | None, int | None]:
     """Load the filter; with `listener`, refused calls notify the returned fd (None when notification is not
-    available: they then fail with EPERM). Returns (why the filter is not loaded or None, listener fd)."""
+    available: they then fail with EPERM). `protect`: pids no signal may reach from here (the validator's).
+    Returns (why the filter is not loaded or None, listener fd)."""
     try:
         sc = _import_pyseccomp()
     except Exception as exc:  # libseccomp or the binding missing
         return f"seccomp unavailable ({type(exc).__name__}: {exc})", None
     if listener:
         try:
-            return _load(sc, sc.NOTIFY)
+            return _load(sc, sc.NOTIFY, protect)
         except Exception:  # noqa: BLE001  (an old kernel or libseccomp: no user notification)
             pass
     try:
-        return _load(sc, sc.ERRNO(errno.EPERM))
+        return _load(sc, sc.ERRNO(errno.EPERM), protect)
     except Exception as exc:
         return f"seccomp filter not loaded ({type(exc).__name__}: {exc})", None
 
 
-def _load(sc, action: int) -> tuple[None, int | None]:
+def _load(sc, action: int, protect: tuple[int, ...] = ()) -> tuple[None, int | None]:
     flt = sc.SyscallFilter(defaction=sc.ALLOW)
     for name in DENIED:
         try:
             flt.add_rule(action, name)
         except Exception:  # a syscall this architecture does not have
             continue
+    targets = {PID_MASK} | {pid & PID_MASK for pid in protect} | {-pid & PID_MASK for pid in protect}
+    for name in SIGNAL_CALLS:
+        for target in sorted(targets):
+            with contextlib.suppress(Exception):
+                flt.add_rule(action, name, sc.Arg(0, sc.MASKED_EQ, PID_MASK, target))
     flt.add_rule(action, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER))
     with contextlib.suppress(Exception):
         flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
@@ -152,4 +162,8 @@ def describe_call(record: dict) -> str:
                                           (0x40000000, "CLONE_NEWNET"), (0x20000000, "CLONE_NEWPID"))
                  if flags & bit]
         return f"{name}({' | '.join(names) or hex(flags)})"
+    if name in SIGNAL_CALLS:
+        pid = args[0] & PID_MASK
+        pid = pid - (1 << 32) if pid >= 1 << 31 else pid
+        return f"{name}(pid {pid}{f', signal {args[1]}' if name in ('kill', 'tkill') else ''})"
     return f"{name}()"

@@ -184,7 +184,10 @@ class Validator:
                         timings["worker_start_s"] = worker.start_s
                     reply = worker.request(request, self.timeout_s + 30)
                 except WorkerDied as exc:
-                    reply = {"ok": False, "error": str(exc)}
+                    # The judge ended while the package ran beside it: the package's doing until shown otherwise
+                    # (a validator bug still leaves its traceback in the evidence).
+                    reply = {"ok": True, "checks": [], "killed_for": f"the validator's worker ended while it "
+                             f"validated the package ({exc})", "registry": None}
         finally:
             shutil.rmtree(staged, ignore_errors=True)
         info = self.sandbox_info  # after the worker started: the cgroup placement is known
@@ -240,7 +243,7 @@ class Validator:
 
             registry = [(c.id, c.level, c.where) for c in REGISTRY]
         for check_id, level, where in registry:
-            if check_id in done or where != "candidate":
+            if check_id in done or where != "judge":
                 continue
             if check_id == interrupted or (check_id == "runtime.resource_bounds" and cause):
                 report.checks.append(CheckResult(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_serializer
 
@@ -56,6 +56,7 @@ SQL_KEYWORDS = frozenset({
 })
 
 _Ident = dict(min_length=2, max_length=40, pattern=IDENT)
+Identifier = Annotated[str, Field(**_Ident)]  # a name that reaches SQL as a table or column: never free text
 
 
 class UnitChange(DomainPart):
@@ -120,7 +121,7 @@ class Column(DomainPart):
     nullable: bool = Field(default=False, description=(
         "True when the value can be missing in this world (a phone number not given, a discharge not yet "
         "done): noisy tiers leave a share of it NULL. Never for key or ref columns."))
-    renames: list[str] = Field(default_factory=list, max_length=4, description=(
+    renames: list[Identifier] = Field(default_factory=list, max_length=4, description=(
         "Names this column may carry after a schema migration (drift from ECI 2 on), plausible in this world, "
         "e.g. for 'region': ['sales_region', 'territory']. Give one or more for most columns."))
     unit: UnitChange | None = Field(default=None, description=(
@@ -189,7 +190,7 @@ class Table(DomainPart):
     max_rows: int = Field(ge=3, le=300, description="Most rows an episode generates, e.g. 80")
     columns: list[Column] = Field(min_length=2, max_length=14, description=(
         "The columns, the key first. Give each a generator and, for most, one or more renames."))
-    renames: list[str] = Field(default_factory=list, max_length=4, description=(
+    renames: list[Identifier] = Field(default_factory=list, max_length=4, description=(
         "Names this table may carry after a migration, e.g. for 'customers': ['clients', 'accounts']."))
     soft_delete: SoftDelete | None = Field(default=None, description="Optional hidden constraint: soft deletes.")
     split: Split | None = Field(default=None, description="Optional hidden constraint: columns moved away.")

@@ -1,39 +1,62 @@
-"""The check registry and the context checks share (runs inside the sandbox, in a forked child)."""
+"""The check registry and the context checks share. Checks run in the judge (the sandbox's worker process), which
+never imports the candidate's code: every call into the package is a request to the player, timed here."""
 
 from __future__ import annotations
 
 import json
 import math
-import signal
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from openadapt.kit.policy import policy_rng
-from openadapt.validator.guard import CallGuard
+from openadapt.validator.checks.remote import InvalidAction, Obs, RemoteEnv, RemotePolicy, reward_of
 from openadapt.validator.report import CheckResult, Status
 
 STEP_TIMEOUT_S = 2.0  # one reset/step taking longer than this is a hung environment
 IMPORT_TIMEOUT_S = 15.0
 GUARD_STEPS = 5  # steps tolerated past the declared budget before an episode counts as never-ending
-HANG_LIMIT = 1  # after this many calls over their time limit, the checks left that call package code are skipped
+OBSERVATION_LIMIT = 1024 * 1024  # bytes of JSON: an observation is a prompt's worth of data, not a dataset
 
 
 class CheckFailed(Exception):
     """Raised by a check: the package does not meet the contract."""
 
-    def __init__(self, *evidence: str, measured: dict[str, Any] | None = None, remediation: str | None = None):
+    def __init__(self, *evidence: str, measured: dict[str, Any] | None = None, remediation: str | None = None,
+                 traceback: str | None = None):
         super().__init__("; ".join(evidence))
         self.evidence = list(evidence)
         self.measured = measured or {}
         self.remediation = remediation
+        self.traceback = traceback
 
 
 class StepTimeout(Exception):
-    pass
+    """A call into the package overran its time limit (it returned late, or the player was killed for it)."""
+
+
+class PackageError(Exception):
+    """Package code raised inside the player: what it raised (`kind`: exception, memory, recursion, manifest) and
+    the traceback cut to the package's own frames."""
+
+    def __init__(self, reply: dict[str, Any]):
+        super().__init__(str(reply.get("error") or "the package failed"))
+        self.kind = str(reply.get("kind") or "exception")
+        self.type = str(reply.get("type") or "")  # the exception's class name
+        self.traceback = reply.get("traceback")
+
+
+class PlayerGone(Exception):
+    """The player ended (killed at a limit, crashed, or killed by something the package started)."""
+
+
+class Channel(Protocol):
+    """The judge's line to a player: one request, its reply or an exception, within `limit_s`."""
+
+    def call(self, request: dict[str, Any], limit_s: float, label: str) -> tuple[dict[str, Any], float]: ...
+
+    def peak_memory_mb(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +67,7 @@ class Check:
     depends_on: tuple[str, ...]
     remediation: str
     applies: Callable[[Context], bool] | None = None
-    where: str = "candidate"  # "worker": decided outside the candidate from what the worker observed
+    where: str = "judge"  # "after": decided once the player has ended, from what the worker observed
 
 
 REGISTRY: list[Check] = []
@@ -62,22 +85,25 @@ def check(check_id: str, *, depends_on: tuple[str, ...] = (), remediation: str =
     return register
 
 
-def worker_check(check_id: str, remediation: str) -> None:
-    """Register a check the worker decides (from what it saw outside the candidate): listed with the others,
-    never run inside the candidate, so package code cannot forge its result."""
-    REGISTRY.append(Check(check_id, check_id.split(".")[0], None, (), remediation, where="worker"))
+def after_check(check_id: str, remediation: str) -> None:
+    """Register a check decided after the player ended, from what the worker saw (escape attempts, the twin)."""
+    REGISTRY.append(Check(check_id, check_id.split(".")[0], None, (), remediation, where="after"))
+
+
+def remediation_of(check_id: str) -> str:
+    return next(c.remediation for c in REGISTRY if c.id == check_id)
 
 
 @dataclass
 class Episode:
     seed: int
     eci: int
-    actions: list[Any] = field(default_factory=list)
-    observations: list[Any] = field(default_factory=list)  # observations[0] is the reset observation
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    observations: list[Obs] = field(default_factory=list)  # observations[0] is the reset observation
     rewards: list[float] = field(default_factory=list)
 
     @property
-    def final(self) -> Any:
+    def final(self) -> Obs:
         return self.observations[-1]
 
     @property
@@ -88,35 +114,36 @@ class Episode:
     def solved(self) -> bool:
         return bool(self.final.done and self.final.metadata.get("solved") is True)
 
-    def trace(self) -> str:
-        return json.dumps([o.model_dump(mode="json") for o in self.observations], sort_keys=True, default=str)
-
 
 class Context:
-    """What checks share: the package, its loaded classes, cached episodes, and timing measurements."""
+    """What checks share: the package's facts, the player channel, cached episodes, and the time every call took
+    as the judge measured it."""
 
-    def __init__(self, root: Path, tiers: list[int], episodes: int, *, guard: CallGuard | None = None,
+    def __init__(self, root: Path, tiers: list[int], episodes: int, *, channel: Channel | None = None,
                  timeout_s: float = 120.0, memory_mb: int = 1024):
         self.root = root
         self.requested_tiers = tiers
         self.episodes = episodes
-        self.guard = guard if guard is not None else CallGuard()
+        self.channel = channel
         self.memory_mb = memory_mb
         self.step_limit_s = STEP_TIMEOUT_S  # one reset() or step()
         # The import gets a larger bound than a step, but never most of the whole validation's.
         self.import_limit_s = min(IMPORT_TIMEOUT_S, max(2.0, 0.25 * timeout_s))
         self.manifest = None  # PackageManifest, set by static.manifest
-        self.pkg = None  # LoadedPackage, set by static.imports
         self.family = None  # the Family of a family package, set by static.family
         self.domain = None  # its parsed Domain, set by static.domain
+        self.facts: dict[str, Any] | None = None  # what the player said of the loaded package (static.imports)
         self.step_seconds: list[float] = []
         self.reset_seconds: list[float] = []
         self.import_seconds: list[float] = []
+        self.policy_seconds: list[float] = []
         self.violations: list[str] = []  # time or memory limits hit by package code, in any check
         self.limit_hits: list[str] = []  # every call that overran its time limit, however the package reacted
-        self.memory_exhausted = False  # a MemoryError reached a check: the checks left are skipped
-        self._call: list | None = None  # [what, limit, interrupted] of the call in progress
-        self._alarm_handler = self._on_alarm  # one bound method, so that "is it still ours" is an identity test
+        self.memory_exhausted = False  # the package ran out of memory: the checks left are skipped
+        self.player_gone: str | None = None  # why the player ended before the checks did
+        self.server_socket: Any = None  # a listening socket the player serves the package on (runtime.server)
+        self.twin_factory: Callable[[], Context] | None = None  # the same package in a second interpreter
+        self.hash_seeds = ("?", "?")  # PYTHONHASHSEED of the player and of the twin
         self._cache: dict[Any, Any] = {}
 
     # ---- package facts ---------------------------------------------------------------------------------
@@ -140,61 +167,101 @@ class Context:
     def declared_memory_mb(self) -> int:
         return int((self.validation_block.get("resources") or {}).get("memory_mb", 512)) if self.manifest else 512
 
+    @property
+    def action_schema(self) -> dict[str, Any]:
+        return self.facts["action_schema"]
+
+    @property
+    def has_heuristic(self) -> bool:
+        return bool(self.facts and self.facts.get("heuristic"))
+
+    def twin(self) -> Context:
+        """A context on the twin player (another interpreter, another hash seed), the package loaded there."""
+        if self.twin_factory is None:
+            raise CheckFailed("the second interpreter (another PYTHONHASHSEED) is not running, so the episodes could "
+                              "not be compared")
+        return self.twin_factory()
+
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         if key not in self._cache:
             self._cache[key] = make()
         return self._cache[key]
 
-    # ---- running episodes ------------------------------------------------------------------------------
-    def timed(self, fn: Callable[..., Any], *args: Any, bucket: list[float], limit_s: float | None = None,
-              label: str | None = None, **kwargs: Any) -> Any:
-        """Call into package code under a time limit it cannot swallow; record the duration.
-
-        Three layers: SIGALRM raises StepTimeout inside the call; a call that returns late anyway (the package
-        caught the exception, or replaced the handler) still fails here, from the measured duration; a call that
-        never returns is killed by the worker, outside this process, from the deadline in the shared guard page.
-        The handler is installed once and reinstalled only when package code replaced it (a step costs a few
-        microseconds of bookkeeping, not two signal() calls).
-        """
-        name = label or f"{getattr(fn, '__name__', 'call')}()"
+    # ---- calls into the package --------------------------------------------------------------------------
+    def call(self, op: str, *, label: str, bucket: list[float], limit_s: float | None = None,
+             **fields: Any) -> dict[str, Any]:
+        """One request to the player, timed here. A call that returns after its limit fails as one that never
+        returned (the player is killed then): the measured time is the judge's, not the package's word."""
+        if self.player_gone:
+            raise PlayerGone(self.player_gone)
         limit_s = self.step_limit_s if limit_s is None else limit_s
-        if signal.getsignal(signal.SIGALRM) is not self._alarm_handler:
-            signal.signal(signal.SIGALRM, self._alarm_handler)
-        outer_call, self._call = self._call, [name, limit_s, False]
-        outer = self.guard.enter(name, limit_s)
-        signal.setitimer(signal.ITIMER_REAL, limit_s)
-        started = time.perf_counter()
         try:
-            result = fn(*args, **kwargs)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            elapsed = time.perf_counter() - started
-            self.guard.leave(outer)
-            fired = self._call[2]
-            self._call = outer_call
-            bucket.append(elapsed)
-            if fired or elapsed > limit_s:
-                self.limit_hits.append(f"{name} ran {elapsed:.1f} s, over its {limit_s:g} s limit")
-        if fired or elapsed > limit_s:  # it returned, but only after the limit: the package swallowed the interrupt
-            raise StepTimeout(f"{name} did not return within {limit_s:g} s (it returned after {elapsed:.1f} s: "
-                              "the package caught the interrupt)")
-        return result
+            reply, elapsed = self.channel.call({"op": op, **fields}, limit_s, label)
+        except StepTimeout as exc:
+            self.limit_hits.append(str(exc))
+            raise
+        except PlayerGone as exc:
+            self.player_gone = str(exc)
+            raise
+        bucket.append(elapsed)
+        if elapsed > limit_s:
+            self.limit_hits.append(f"{label} ran {elapsed:.1f} s, over its {limit_s:g} s limit")
+            raise StepTimeout(f"{label} did not return within {limit_s:g} s (it returned after {elapsed:.1f} s)")
+        if not reply.get("ok"):
+            error = PackageError(reply)
+            if error.kind == "refused":
+                raise RuntimeError(f"the player refused {op}: {error}")  # a validator bug
+            self.memory_exhausted = self.memory_exhausted or error.kind == "memory"
+            raise error
+        return reply
 
-    def _on_alarm(self, signum, frame) -> None:
-        call = self._call
-        if call is None:  # no call in progress: a stray alarm
-            return
-        call[2] = True
-        raise StepTimeout(f"{call[0]} did not return within {call[1]:g} s")
+    def observation(self, reply: dict[str, Any], where: str) -> Obs:
+        if "too_big" in reply:
+            size, biggest = reply["too_big"], reply.get("biggest")
+            field_note = f"; field {biggest[1]!r} holds {biggest[0]:,} bytes" if biggest else ""
+            raise CheckFailed(f"{where}: the observation is {size:,} bytes of JSON (limit {OBSERVATION_LIMIT:,})"
+                              f"{field_note}", measured={"observation_bytes": size, "limit": OBSERVATION_LIMIT},
+                              remediation="keep observations prompt-sized: show a window or a summary of large "
+                                          "data, never the whole of it")
+        return Obs(reply["obs"], reply.get("type", ""), bool(reply.get("type_ok", True)))
 
-    def run_episode(self, policy: Any, seed: int, eci: int, env: Any = None, max_steps: int | None = None,
-                    policy_seed: int | None = None) -> Episode:
+    def make_env(self) -> RemoteEnv:
+        reply = self.call("make", label="the environment's constructor", bucket=self.reset_seconds)
+        return RemoteEnv(self, int(reply["env"]), reply.get("rubric") or [])
+
+    def oracle(self) -> RemotePolicy:
+        return RemotePolicy(self, "oracle")
+
+    def heuristic(self) -> RemotePolicy:
+        return RemotePolicy(self, "heuristic")
+
+    # ---- episodes ------------------------------------------------------------------------------------------
+    def act_and_step(self, env: RemoteEnv, policy: Any, obs: Obs) -> tuple[Obs, dict[str, Any]]:
+        """One step of `policy`. A payload the package's action class refuses (a judge agent's guess at a
+        pattern, say) is sent again with the refused fields left at their defaults; {} is always an action."""
+        payload = dict(policy.act(obs))
+        for _ in range(len(payload) + 1):
+            try:
+                return env.step(payload)
+            except InvalidAction as exc:
+                if isinstance(policy, RemotePolicy):
+                    raise CheckFailed(f"the package's {policy.name} acted with an action its own action class "
+                                      f"refuses: {exc}") from None
+                dropped = [f for f in exc.fields if f in payload]
+                if not dropped:
+                    break
+                for name in dropped:
+                    payload.pop(name)
+        return env.step({})
+
+    def run_episode(self, policy: Any, seed: int, eci: int, env: RemoteEnv | None = None,
+                    max_steps: int | None = None, policy_seed: int | None = None) -> Episode:
         """Play one episode; raises CheckFailed when it does not end within the budget (plus a guard)."""
-        env = env if env is not None else self.pkg.make_env()
+        env = env if env is not None else self.make_env()
         episode = Episode(seed, eci)
-        obs = self.timed(env.reset, seed=seed, eci=eci, bucket=self.reset_seconds)
+        obs = env.reset(seed=seed, eci=eci)
         episode.observations.append(obs)
-        policy.begin(env, obs, policy_rng(seed if policy_seed is None else policy_seed))
+        policy.begin(env, obs, seed if policy_seed is None else policy_seed)
         budget = self.section.step_budget[eci]
         limit = max_steps if max_steps is not None else budget + GUARD_STEPS
         while not obs.done:
@@ -207,86 +274,60 @@ class Context:
                     remediation="end the episode (done=True) when the step budget is spent; let the kit's "
                                 "OpenAdaptEnvironment.step handle the budget instead of overriding it",
                 )
-            action = policy.act(obs)
-            obs = self.timed(env.step, action, bucket=self.step_seconds)
+            obs, action = self.act_and_step(env, policy, obs)
             episode.actions.append(action)
             episode.observations.append(obs)
-            episode.rewards.append(float(obs.reward) if obs.reward is not None else math.nan)
+            episode.rewards.append(reward_of(obs))
         return episode
 
     def episodes_for(self, policy_name: str, eci: int, count: int, make_policy: Callable[[], Any]) -> list[Episode]:
         key = (policy_name, eci, count)
         return self.cached(key, lambda: [self.run_episode(make_policy(), 7000 + i, eci) for i in range(count)])
 
-
-def package_traceback(exc: BaseException, root: Path, limit_lines: int = 12) -> str | None:
-    """The traceback frames that are in the package's own files, plus the exception line."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _inside(f.filename, root)]
-    if not frames:
-        return None
-    lines = []
-    for frame in frames[-4:]:
-        rel = Path(frame.filename).resolve().relative_to(root.resolve())
-        lines.append(f'  File "{rel}", line {frame.lineno}, in {frame.name}')
-        if frame.line:
-            lines.append(f"    {frame.line.strip()}")
-    lines.append(f"{type(exc).__name__}: {str(exc)[:300]}")
-    return "\n".join(lines[-limit_lines:])
+    def peak_memory_grown_mb(self) -> float:
+        return self.channel.peak_memory_mb() - float(self._cache.get("rss_at_start", 0.0)) if self.channel else 0.0
 
 
-def _inside(filename: str, root: Path) -> bool:
-    try:
-        Path(filename).resolve().relative_to(root.resolve())
-        return True
-    except ValueError:
-        return False
-
-
-def peak_rss_mb() -> float:
-    return _status_mb("VmHWM:")
-
-
-def _status_mb(field: str) -> float:
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def describe_exception(exc: BaseException, ctx: Context) -> str:
-    """The exception in one line, with the cause spelled out where Python's message hides it."""
-    text = f"{type(exc).__name__}: {str(exc)[:300]}"
-    grown = peak_rss_mb() - ctx.cached("rss_at_start", lambda: 0.0)
-    if isinstance(exc, MemoryError):
+def describe_error(exc: PackageError, ctx: Context) -> str:
+    """What the package raised, with the cause spelled out where Python's message hides it."""
+    text = str(exc)
+    grown = ctx.peak_memory_grown_mb()
+    if exc.kind == "memory":
         return (f"MemoryError: the package exhausted its memory: its allowance is {ctx.memory_mb} MiB of address "
                 f"space above the validator's own, and its peak memory had grown by {grown:.0f} MB "
-                f"(declared memory_mb {ctx.declared_memory_mb()}); {str(exc)[:120] or 'allocation failed'}")
-    if isinstance(exc, RecursionError):
-        return f"RecursionError: unbounded recursion in the package ({str(exc)[:200]})"
-    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+                f"(declared memory_mb {ctx.declared_memory_mb()}); {text.removeprefix('MemoryError: ')[:120]}")
+    if exc.kind == "recursion":
+        return f"RecursionError: unbounded recursion in the package ({text[:200]})"
+    if "can't start new thread" in text:
         return (f"{text} (the process is at a resource limit: memory grew by {grown:.0f} MB against an allowance "
                 f"of {ctx.memory_mb} MiB, or the package started too many processes or threads)")
-    if isinstance(exc, BlockingIOError) and exc.errno == 11:
+    if text.startswith("BlockingIOError") and "Errno 11" in text:
         return f"{text} (the sandbox's process limit was reached: the package started too many processes)"
     return text
+
+
+def trace_text(episode: Episode) -> str:
+    return json.dumps([o.data for o in episode.observations], sort_keys=True, default=str)
+
+
+def finite(value: float) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def run_checks(ctx: Context, emit: Callable[[CheckResult], None], announce: Callable[[str], None]) -> None:
     """Run every registered check in order; a check whose dependency did not pass is skipped, not failed."""
     outcome: dict[str, Status] = {}
     for chk in REGISTRY:
-        if chk.where != "candidate":
+        if chk.where != "judge":
             continue
         blocked = [d for d in chk.depends_on if outcome.get(d) != Status.PASS]
+        stopped = ctx.limit_hits or ctx.memory_exhausted or ctx.player_gone
         if blocked:
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                                  evidence=[f"skipped: depends on {', '.join(blocked)}, which did not pass"])
-        elif (len(ctx.limit_hits) >= HANG_LIMIT or ctx.memory_exhausted) and chk.id != "runtime.resource_bounds":
-            what = "overran its time limit" if ctx.limit_hits else "exhausted the memory allowance"
+        elif stopped and chk.id != "runtime.resource_bounds":
+            what = ("overran its time limit" if ctx.limit_hits else "exhausted the memory allowance"
+                    if ctx.memory_exhausted else f"ended the package's process ({ctx.player_gone})")
             result = CheckResult(check_id=chk.id, level=chk.level, status=Status.SKIP,
                                  evidence=[f"not run: a call into the package already {what} (see "
                                            "runtime.resource_bounds)"])
@@ -313,20 +354,20 @@ def _run_one(chk: Check, ctx: Context) -> CheckResult:
         result.evidence = exc.evidence
         result.measured = exc.measured
         result.remediation = exc.remediation or chk.remediation
-        if exc.__cause__ is not None:
-            result.traceback = package_traceback(exc.__cause__, ctx.root)
-    except (MemoryError, RecursionError, StepTimeout) as exc:
+        cause = exc.__cause__
+        result.traceback = exc.traceback or (cause.traceback if isinstance(cause, PackageError) else None)
+    except (StepTimeout, PlayerGone) as exc:
         result.status = Status.FAIL
-        result.evidence = [describe_exception(exc, ctx)]
-        if not isinstance(exc, StepTimeout):  # time-limit hits are recorded by Context.timed itself
-            ctx.violations.append(f"{chk.id}: {result.evidence[0]}")
-        ctx.memory_exhausted = ctx.memory_exhausted or isinstance(exc, MemoryError)
+        result.evidence = [str(exc)]
         result.remediation = "keep every reset/step bounded in time and memory (see runtime.resource_bounds)"
-        result.traceback = package_traceback(exc, ctx.root)
-    except Exception as exc:  # package code raised: the package's bug, reported with its own frames
+    except PackageError as exc:  # package code raised: the package's bug, reported with its own frames
         result.status = Status.FAIL
-        result.evidence = [describe_exception(exc, ctx)]
-        result.remediation = chk.remediation
-        result.traceback = package_traceback(exc, ctx.root)
+        result.evidence = [describe_error(exc, ctx)]
+        if exc.kind in ("memory", "recursion"):
+            ctx.violations.append(f"{chk.id}: {result.evidence[0]}")
+            result.remediation = "keep every reset/step bounded in time and memory (see runtime.resource_bounds)"
+        else:
+            result.remediation = chk.remediation
+        result.traceback = exc.traceback
     result.duration_s = round(time.perf_counter() - started, 4)
     return result

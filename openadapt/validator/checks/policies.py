@@ -1,93 +1,146 @@
-"""Policies the validator drives packages with: do-nothing, replay, and the exploit probes.
+"""The judge's own agents: random, do-nothing, replay and the exploit probes.
 
-The probes are built from the action class's JSON schema alone, so they work on any package and know nothing
-of the answer: they measure what an agent can earn by gaming the reward instead of solving the task.
+They are built from the action class's JSON schema alone and see only observations (as JSON), so they work on
+any package and know nothing of the answer: they measure what an agent earns by gaming the reward instead of
+solving the task. They run in the judge, never in the package's interpreter; an action they write goes to the
+player as a payload, which the package's action class reads (a field it refuses is left at its default).
 """
 
 from __future__ import annotations
 
-import random
 import re
 from typing import Any
 
-from openadapt.kit.policy import Policy, RandomPolicy
+from openadapt.kit.policy import policy_rng
 
 _WORD = re.compile(r"[A-Za-z][\w.-]{2,}")
 
 
-class EmptyPolicy(Policy):
+class JudgePolicy:
+    """Base: `begin` after every reset, `act` once per step; an action is a payload (a dict)."""
+
+    name = "policy"
+
+    def begin(self, env: Any, observation: Any, seed: int) -> None:
+        self.rng = policy_rng(seed)
+
+    def act(self, observation: Any) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class SchemaPolicy(JudgePolicy):
+    """Random schema-valid actions; strings are words drawn from the current observation."""
+
+    name = "random"
+
+    def __init__(self, schema: dict[str, Any]):
+        self.schema = schema
+
+    def props(self) -> dict[str, Any]:
+        return {k: v for k, v in self.schema.get("properties", {}).items() if k != "metadata"}
+
+    def act(self, observation: Any) -> dict[str, Any]:
+        words = _WORD.findall(observation.model_dump_json(exclude={"metadata"})) or ["x"]
+        return {name: self.sample(self.resolve(prop), words) for name, prop in self.props().items()}
+
+    def resolve(self, prop: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in prop:
+            return self.schema.get("$defs", {}).get(prop["$ref"].rsplit("/", 1)[-1], {})
+        options = [p for p in prop.get("anyOf", []) if p.get("type") != "null"]
+        return self.resolve(options[0]) if options else prop
+
+    def sample(self, prop: dict[str, Any], words: list[str], depth: int = 0) -> Any:
+        rng = self.rng
+        if "enum" in prop and prop["enum"]:
+            return rng.choice(prop["enum"])
+        if "const" in prop:
+            return prop["const"]
+        kind = prop.get("type")
+        if kind == "number":
+            return rng.uniform(prop.get("minimum", 0.0), prop.get("maximum", 1.0))
+        if kind == "integer":
+            return rng.randint(int(prop.get("minimum", 0)), int(prop.get("maximum", 10)))
+        if kind == "boolean":
+            return rng.random() < 0.5
+        if kind == "array" and depth < 4:
+            item = self.resolve(prop.get("items", {"type": "string"}))
+            return [self.sample(item, words, depth + 1) for _ in range(rng.randint(0, 2))]
+        if kind == "object" and "properties" in prop and depth < 4:
+            return {key: self.sample(self.resolve(sub), words, depth + 1) for key, sub in prop["properties"].items()}
+        return rng.choice(words)
+
+
+class EmptyPolicy(JudgePolicy):
     """The do-nothing floor: every field left at its default."""
 
     name = "do_nothing"
 
-    def __init__(self, action_cls: type):
-        self.action = action_cls.model_validate({})
-
-    def act(self, observation):
-        return self.action
+    def act(self, observation: Any) -> dict[str, Any]:
+        return {}
 
 
-class ReplayPolicy(Policy):
-    """Plays back recorded actions."""
+class ReplayPolicy(JudgePolicy):
+    """Plays back recorded actions, one a step (the last repeated if the episode runs longer)."""
 
     name = "replay"
 
-    def __init__(self, actions: list[Any]):
-        self.actions = list(actions)
+    def __init__(self, actions: list[dict[str, Any]]):
+        self.actions = [dict(a) for a in actions] or [{}]
 
-    def act(self, observation):
-        return self.actions[min(len(self.actions) - 1, observation.metadata.get("step", 0))]
+    def begin(self, env: Any, observation: Any, seed: int) -> None:
+        super().begin(env, observation, seed)
+        self.index = 0
+
+    def act(self, observation: Any) -> dict[str, Any]:
+        action = self.actions[min(self.index, len(self.actions) - 1)]
+        self.index += 1
+        return action
 
 
-class ProbePolicy(RandomPolicy):
+class ProbePolicy(SchemaPolicy):
     """A schema-driven exploit: random structure, with one trick applied to every action."""
 
-    def __init__(self, action_cls: type, trick: str):
-        super().__init__(action_cls)
-        self.trick = trick
-        self.name = trick
-        self._fixed: Any = None
-        self._enums = sorted({str(v) for prop in self._props().values() for v in self._resolve(prop).get("enum", [])})
+    def __init__(self, schema: dict[str, Any], trick: str):
+        super().__init__(schema)
+        self.trick = self.name = trick
+        self._fixed: dict[str, Any] | None = None
+        self._enums = sorted({str(v) for prop in self.props().values() for v in self.resolve(prop).get("enum", [])})
 
-    def _props(self) -> dict[str, Any]:
-        return {k: v for k, v in self.schema.get("properties", {}).items() if k != "metadata"}
-
-    def begin(self, env, observation, rng: random.Random) -> None:
-        super().begin(env, observation, rng)
+    def begin(self, env: Any, observation: Any, seed: int) -> None:
+        super().begin(env, observation, seed)
         if self.trick == "repeat_action":
             self._fixed = None  # a new action each episode, repeated within it
 
-    def act(self, observation):
+    def act(self, observation: Any) -> dict[str, Any]:
         if self.trick in ("constant_action", "repeat_action"):
             if self._fixed is None:
-                self._fixed = RandomPolicy.act(self, observation)
-            return self._fixed
+                self._fixed = SchemaPolicy.act(self, observation)
+            return dict(self._fixed)
+        if self.trick == "random":
+            return SchemaPolicy.act(self, observation)
         payload = {}
         words = _WORD.findall(observation.model_dump_json(exclude={"metadata"})) or ["x"]
-        for name, prop in self._props().items():
-            spec = self._resolve(prop)
+        for name, prop in self.props().items():
+            spec = self.resolve(prop)
             kind = spec.get("type")
             if self.trick == "empty_fields":
-                payload[name] = self.rng.choice(spec["enum"]) if "enum" in spec else None
+                payload[name] = self.rng.choice(spec["enum"]) if spec.get("enum") else None
             elif self.trick == "keyword_stuffing" and kind == "string" and "enum" not in spec:
                 payload[name] = _within(" ".join(self._enums + words[:200]), spec)
             elif self.trick == "keyword_stuffing" and kind == "array":
-                item = self._resolve(spec.get("items", {}))
+                item = self.resolve(spec.get("items", {}))
                 lines = [_within(" ".join(words[i:i + 8]), item) for i in range(0, min(len(words), 80), 8)]
                 payload[name] = lines[:spec.get("maxItems", len(lines))]
             elif self.trick == "max_confidence" and kind in ("number", "integer"):
                 payload[name] = spec.get("maximum", 1.0)
             else:
-                payload[name] = self._sample(spec, words)
-        payload = {k: v for k, v in payload.items() if v is not None}
-        return self._valid(payload)
+                payload[name] = self.sample(spec, words)
+        return {k: v for k, v in payload.items() if v is not None}
 
 
 def _within(text: str, spec: dict[str, Any]) -> str:
-    """The stuffed text cut to what its field accepts: an agent can send no more. Uncut, a payment service's
-    enums and words ran past the diagnosis reasoning's 4,000 characters, and the probe's own ValidationError
-    failed the package."""
+    """The stuffed text cut to what its field accepts: an agent can send no more."""
     return text[:spec["maxLength"]] if "maxLength" in spec else text
 
 
-PROBES = ("constant_action", "repeat_action", "empty_fields", "keyword_stuffing", "max_confidence")
+PROBES = ("constant_action", "repeat_action", "empty_fields", "keyword_stuffing", "max_confidence", "random")

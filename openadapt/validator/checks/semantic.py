@@ -9,7 +9,7 @@ import re
 import statistics
 
 from openadapt.kit.models import EpisodeState
-from openadapt.validator.checks.base import CheckFailed, Context, Episode, check
+from openadapt.validator.checks.base import CheckFailed, Context, Episode, PackageError, check
 from openadapt.validator.checks.policies import PROBES, EmptyPolicy, ProbePolicy, ReplayPolicy
 from openadapt.validator.checks.runtime import bounded_random_episodes
 
@@ -22,10 +22,13 @@ LEAK_SEEDS = 8  # seeds per tier whose episodes are searched for the oracle's an
 LEAK_MIN_RATE = 0.5  # the answer is visible before solving in at least this share of episodes...
 LEAK_MIN_MARGIN = 0.4  # ...and in this much more of them than another episode's answer is
 KIT_FIELDS = ("metadata", "reward", "done", "eci", "steps_remaining")  # the kit's, not the environment's content
+REPLAY_PAIRS = 8  # per tier: another seed's oracle actions (or its final answer) tried on an episode
+REPLAY_MAX_SOLVE_RATE = 0.5  # more than this and the episode does not depend on its seed (or on the answer)
+TIER_DROP = 0.2  # across three tiers or more, the heuristic's solve rate must fall at least this much
 
 
 def oracle_episodes(ctx: Context, eci: int) -> list[Episode]:
-    return ctx.episodes_for("oracle", eci, ctx.episodes, ctx.pkg.oracle_cls)
+    return ctx.episodes_for("oracle", eci, ctx.episodes, ctx.oracle)
 
 
 def mean(values) -> float:
@@ -63,7 +66,7 @@ def oracle_max(ctx: Context):
             failed = next((ep for ep in episodes if not ep.solved or ep.total < target), episodes[0])
             problems.append(f"ECI {eci}: oracle solve rate {rate:.2f} (need {ORACLE_SOLVE_RATE}), mean return "
                             f"{ret:.3f} (need {target:.3f}); e.g. seed {failed.seed}: feedback "
-                            f"{getattr(failed.final, 'feedback', '')!r}")
+                            f"{failed.final.feedback!r}")
     if problems:
         raise CheckFailed(*problems, measured=measured)
     return measured
@@ -74,8 +77,7 @@ def oracle_max(ctx: Context):
 def floor_gap(ctx: Context):
     margin, measured = _margin(ctx), {}
     for eci in ctx.tiers:
-        floor = returns(ctx.episodes_for("do_nothing", eci, PROBE_EPISODES, lambda: EmptyPolicy(ctx.pkg.action_cls)),
-                        "the do-nothing policy")
+        floor = returns(ctx.episodes_for("do_nothing", eci, PROBE_EPISODES, EmptyPolicy), "the do-nothing policy")
         best = returns(oracle_episodes(ctx, eci), "the oracle")
         measured[f"eci_{eci}"] = {"floor": round(floor, 4), "oracle": round(best, 4)}
         if best - floor < margin:
@@ -90,15 +92,15 @@ def floor_gap(ctx: Context):
 def no_solution_leakage(ctx: Context):
     checked = 0
     for eci in ctx.tiers:
-        env = ctx.pkg.make_env()
+        env = ctx.make_env()
         seeds = [7000 + i for i in range(min(LEAK_SEEDS, ctx.episodes))]
         for seed in range(ctx.episodes):
-            obs = ctx.timed(env.reset, seed=seed, eci=eci, bucket=ctx.reset_seconds)
-            visible = obs.model_dump_json() + env.state.model_dump_json()
+            obs = env.reset(seed=seed, eci=eci)
+            visible = obs.model_dump_json() + json.dumps(env.state["state"], sort_keys=True, default=str)
             for secret in env.secret_values():
                 checked += 1
-                if secret and str(secret) in visible:
-                    raise CheckFailed(f"ECI {eci} seed {seed}: the secret {str(secret)[:60]!r} is visible at reset",
+                if secret and secret in visible:
+                    raise CheckFailed(f"ECI {eci} seed {seed}: the secret {secret[:60]!r} is visible at reset",
                                       measured={"secrets_checked": checked})
         played = _played(ctx, eci, seeds)
         leak = _answer_leak(ctx, eci, seeds, played)
@@ -111,8 +113,8 @@ def _played(ctx: Context, eci: int, seeds: list[int]) -> dict[int, list[Episode]
     """The episodes already played (or cached for later checks) per seed: the oracle, random, the heuristic."""
     played: dict[int, list[Episode]] = {seed: [] for seed in seeds}
     pools = [oracle_episodes(ctx, eci), bounded_random_episodes(ctx, eci)]
-    if ctx.pkg.heuristic_cls is not None:
-        pools.append(ctx.episodes_for("heuristic", eci, ctx.episodes, ctx.pkg.heuristic_cls))
+    if ctx.has_heuristic:
+        pools.append(ctx.episodes_for("heuristic", eci, ctx.episodes, ctx.heuristic))
     for pool in pools:
         for ep in pool:
             if ep.seed in played:
@@ -168,7 +170,7 @@ def _answer_leak(ctx: Context, eci: int, seeds: list[int], played: dict[int, lis
     answers: dict[int, dict[str, list[str]]] = {}
     for ep in oracle_episodes(ctx, eci):
         if ep.seed in played and ep.solved and ep.actions:
-            fields = ep.actions[-1].model_dump(mode="json", exclude={"metadata"})
+            fields = {k: v for k, v in ep.actions[-1].items() if k != "metadata"}
             answers[ep.seed] = {k: toks for k, v in fields.items() if (toks := _tokens(v))}
     said: dict[int, list[tuple[int, str, str]]] = {}
     for seed, episodes in played.items():
@@ -178,7 +180,8 @@ def _answer_leak(ctx: Context, eci: int, seeds: list[int], played: dict[int, lis
             for step, obs in _before_end(ep):
                 if step == 0:
                     continue
-                acted += " " + ep.actions[step - 1].model_dump_json(exclude={"metadata"})
+                acted += " " + json.dumps({k: v for k, v in ep.actions[step - 1].items() if k != "metadata"},
+                                          default=str)
                 if obs.feedback or obs.error:
                     said[seed].append((step, f"{obs.feedback or ''}\n{obs.error or ''}", acted))
 
@@ -216,20 +219,20 @@ def _answer_leak(ctx: Context, eci: int, seeds: list[int], played: dict[int, lis
 @check("semantic.oracle_containment", depends_on=("semantic.oracle_max",),
        remediation="keep privileged state out of the observation and state models; serve only oracle-free data")
 def oracle_containment(ctx: Context):
-    obs_fields = set(ctx.pkg.observation_cls.model_fields)
+    obs_fields = set(ctx.facts["observation_names"])
     suspicious = [f for f in obs_fields if any(word in f.lower() for word in SUSPICIOUS_FIELDS)]
     if suspicious:
         raise CheckFailed(f"observation fields that look privileged: {sorted(suspicious)}")
-    env = ctx.pkg.make_env()
+    env = ctx.make_env()
     state_fields = set(EpisodeState.model_fields)
     for eci in ctx.tiers:
         env.reset(seed=1, eci=eci)
-        extra = set(env.state.model_dump()) - state_fields
+        state = env.state["state"]
+        extra = set(state) - state_fields if isinstance(state, dict) else set()
         if extra:
             raise CheckFailed(f"ECI {eci}: state carries extra fields {sorted(extra)}")
-        secrets = [str(s) for s in env.secret_values() if s]
-        state_text = env.state.model_dump_json()
-        if any(s in state_text for s in secrets):
+        state_text = json.dumps(state, sort_keys=True, default=str)
+        if any(s in state_text for s in env.secret_values()):
             raise CheckFailed(f"ECI {eci}: the served state contains a secret value")
     return {"observation_fields": len(obs_fields)}
 
@@ -254,42 +257,46 @@ def verifier_determinism(ctx: Context):
        remediation="prompt templates must render every observation; malformed completions must get the declared "
                    "malformed_reward, not crash")
 def text_protocol(ctx: Context):
-    from jinja2.exceptions import SecurityError
-
     try:
         return _text_protocol(ctx)
-    except SecurityError as exc:
+    except PackageError as exc:
+        if exc.type != "SecurityError":
+            raise
         raise CheckFailed(f"a prompt template tried to reach Python internals, which the template sandbox refused: "
                           f"{str(exc)[:200]}", remediation="templates may only show the observation's fields and "
                           "the prompt context: no attributes like __class__ or __globals__, no method calls that "
-                          "change data") from exc
+                          "change data", traceback=exc.traceback) from exc
 
 
 def _text_protocol(ctx: Context):
-    protocol = ctx.pkg.protocol
-    system = ctx.timed(protocol.system_prompt, bucket=ctx.step_seconds, label="rendering the system prompt")
+    def call(op: str, label: str, **fields):
+        return ctx.call(op, label=label, bucket=ctx.step_seconds, **fields)
+
+    system = call("system_prompt", "rendering the system prompt")["text"]
     if not system.strip() or len(system) > 32_000:
         raise CheckFailed(f"system prompt is {len(system)} characters (must be 1..32000)")
     sizes = []
     for eci in ctx.tiers:
         episode = oracle_episodes(ctx, eci)[0]
         for obs in episode.observations:
-            prompt = ctx.timed(protocol.render, obs, bucket=ctx.step_seconds, label="rendering the observation")
+            prompt = call("render", "rendering the observation", obs=obs.data)["text"]
             sizes.append(len(prompt))
             if not prompt.strip() or len(prompt) > 32_000:
                 raise CheckFailed(f"ECI {eci}: an observation renders to {len(prompt)} characters")
         for action in episode.actions:
-            parsed = protocol.parse(protocol.format_action(action))
-            if not parsed.ok or parsed.action.model_dump() != action.model_dump():
-                raise CheckFailed(f"ECI {eci}: the oracle's action does not survive format -> parse: {parsed.error}")
-    env = ctx.pkg.make_env()
+            parsed = call("format_parse", "formatting and parsing an action", action=action)
+            if not parsed["parsed"] or json.dumps(parsed["action"], sort_keys=True) != json.dumps(action,
+                                                                                                   sort_keys=True):
+                raise CheckFailed(f"ECI {eci}: the oracle's action does not survive format -> parse: "
+                                  f"{parsed['error']}")
+    env = ctx.make_env()
     expected = ctx.section.malformed_reward
     for bad in ("", "I refuse.", '{"unterminated": ', "[1, 2, 3]", '{"metadata": {"x": 1}, "no_such_field": 1}'):
-        ctx.timed(env.reset, seed=2, eci=ctx.tiers[0], bucket=ctx.reset_seconds)
-        parsed = protocol.parse(bad)
-        if parsed.ok:
+        env.reset(seed=2, eci=ctx.tiers[0])
+        parsed = call("parse", "parsing a completion", text=bad)
+        if parsed["parsed"]:
             continue  # the action class accepted it: an ordinary (possibly rejected) action, not malformed
-        obs = ctx.timed(env.step, parsed.action, bucket=ctx.step_seconds)
+        obs, _ = env.step(parsed["action"] or {})  # the protocol's malformed action: its metadata marks it
         if obs.reward != expected or obs.error != "malformed_completion":
             raise CheckFailed(f"completion {bad!r} got reward {obs.reward}, error {obs.error!r} "
                               f"(declared malformed_reward {expected})")
@@ -303,9 +310,9 @@ def exploit_probes(ctx: Context):
     for eci in ctx.tiers:
         best = returns(oracle_episodes(ctx, eci), "the oracle")
         for trick in PROBES:
-            shared = ProbePolicy(ctx.pkg.action_cls, trick)
+            shared = ProbePolicy(ctx.action_schema, trick)
             make = (lambda s=shared: s) if trick == "constant_action" else (
-                lambda t=trick: ProbePolicy(ctx.pkg.action_cls, t))
+                lambda t=trick: ProbePolicy(ctx.action_schema, t))
             episodes = ctx.episodes_for(trick, eci, PROBE_EPISODES, make)
             score, rate = returns(episodes, f"probe {trick}"), mean(ep.solved for ep in episodes)
             measured[f"eci_{eci}_{trick}"] = {"mean_return": round(score, 4), "solve_rate": rate,
@@ -315,6 +322,72 @@ def exploit_probes(ctx: Context):
                                 f"oracle's {best:.3f}: gap below {margin}")
     if problems:
         raise CheckFailed(*problems[:6], measured=measured)
+    return measured
+
+
+def _replays(ctx: Context, eci: int, build) -> tuple[float, list[str]]:
+    """Solve rate of episodes played with actions `build(own, other)` makes from two seeds' oracle episodes
+    (each solved episode paired with the next one), and examples of the solved ones."""
+    solved_eps = [ep for ep in oracle_episodes(ctx, eci) if ep.solved and ep.actions]
+    if len(solved_eps) < 2:
+        return 0.0, []
+    pairs = [(solved_eps[i], solved_eps[(i + 1) % len(solved_eps)]) for i in range(min(REPLAY_PAIRS,
+                                                                                       len(solved_eps)))]
+    outcomes, examples = [], []
+    for own, other in pairs:
+        actions = build(own, other)
+        if actions is None:
+            continue
+        played = ctx.run_episode(ReplayPolicy(actions), own.seed, eci, max_steps=len(actions))
+        outcomes.append(played.solved)
+        if played.solved and len(examples) < 2:
+            examples.append(f"seed {own.seed} solved by actions made from seed {other.seed}'s")
+    return mean(outcomes), examples
+
+
+@check("semantic.seed_dependence", depends_on=("semantic.oracle_max",),
+       remediation="make the answer depend on the episode's seed: the oracle's actions for one seed must not solve "
+                   "another (an answer or a ritual of actions that always wins is not a task)")
+def seed_dependence(ctx: Context):
+    """Another seed's winning actions, played as they were, must not win this seed's episode."""
+    measured, problems = {}, []
+    for eci in ctx.tiers:
+        rate, examples = _replays(ctx, eci, lambda own, other: list(other.actions))
+        measured[f"eci_{eci}"] = round(rate, 3)
+        if rate > REPLAY_MAX_SOLVE_RATE:
+            problems.append(f"ECI {eci}: replayed on other seeds, the oracle's actions solve {rate:.0%} of their "
+                            f"episodes (at most {REPLAY_MAX_SOLVE_RATE:.0%}): {'; '.join(examples)}")
+    if problems:
+        raise CheckFailed(*problems, measured=measured)
+    return measured
+
+
+@check("semantic.answer_dependence", depends_on=("semantic.oracle_max",),
+       remediation="make the reward depend on the agent's answer: the right steps ending in another episode's "
+                   "answer must not be scored as solved")
+def answer_dependence(ctx: Context):
+    """An episode's own winning steps, with the answer (the last action that differs) taken from another seed's
+    win, must not win: the reward has to read the answer, not only the ritual around it."""
+
+    def swapped(own: Episode, other: Episode) -> list[dict] | None:
+        differing = [i for i in range(min(len(own.actions), len(other.actions)))
+                     if json.dumps(own.actions[i], sort_keys=True) != json.dumps(other.actions[i], sort_keys=True)]
+        if not differing:
+            return None  # the same actions win both: seed_dependence speaks to that
+        actions = list(own.actions)
+        actions[differing[-1]] = other.actions[differing[-1]]
+        return actions
+
+    measured, problems = {}, []
+    for eci in ctx.tiers:
+        rate, examples = _replays(ctx, eci, swapped)
+        measured[f"eci_{eci}"] = round(rate, 3)
+        if rate > REPLAY_MAX_SOLVE_RATE:
+            problems.append(f"ECI {eci}: with another episode's answer in place of its own, the oracle's steps still "
+                            f"solve {rate:.0%} of episodes (at most {REPLAY_MAX_SOLVE_RATE:.0%}): "
+                            f"{'; '.join(examples)}")
+    if problems:
+        raise CheckFailed(*problems, measured=measured)
     return measured
 
 
@@ -328,22 +401,27 @@ def tier_separation(ctx: Context):
     if same:
         raise CheckFailed(*same, remediation="make generate() use the tier it is given (noise, distractors, hidden "
                                              "constraints, depth): each ECI tier must change the episodes")
-    # The shipped reference policies; a random agent is not one (its return tracks the budget, not difficulty).
-    policies = {"heuristic": ctx.pkg.heuristic_cls} if ctx.pkg.heuristic_cls is not None else {}
-    if not policies:
-        return {"_evidence": ["the package ships no heuristic: only the oracle's solving and that tiers differ "
-                              "are checked"]}
-    measured, problems = {}, []
-    for name, make in policies.items():
-        scores = []
-        for eci in ctx.tiers:
-            episodes = ctx.episodes_for(name, eci, ctx.episodes, make)
-            scores.append((eci, returns(episodes, name), mean(ep.solved for ep in episodes)))
-        measured[name] = {f"eci_{e}": {"mean_return": round(r, 4), "solve_rate": round(s, 3)} for e, r, s in scores}
-        for (lo_eci, lo_r, lo_s), (hi_eci, hi_r, hi_s) in zip(scores, scores[1:], strict=False):
-            if hi_s > lo_s + SEPARATION_SLACK or hi_r > lo_r + SEPARATION_SLACK:
-                problems.append(f"{name}: ECI {hi_eci} is easier than ECI {lo_eci} (solve rate {lo_s:.2f} -> "
-                                f"{hi_s:.2f}, return {lo_r:.3f} -> {hi_r:.3f})")
+    if not ctx.has_heuristic:
+        raise CheckFailed("the package ships no heuristic (a policy that reads observations only), so nothing "
+                          "measures that higher tiers are harder to play, not only different in text",
+                          remediation="add a heuristic to the manifest's policies: a shallow agent that sees only "
+                                      "observations, whose solve rate falls as the tier rises")
+    scores = []
+    for eci in ctx.tiers:
+        episodes = ctx.episodes_for("heuristic", eci, ctx.episodes, ctx.heuristic)
+        scores.append((eci, returns(episodes, "heuristic"), mean(ep.solved for ep in episodes)))
+    measured = {"heuristic": {f"eci_{e}": {"mean_return": round(r, 4), "solve_rate": round(s, 3)}
+                              for e, r, s in scores}}
+    problems = []
+    for (lo_eci, lo_r, lo_s), (hi_eci, hi_r, hi_s) in zip(scores, scores[1:], strict=False):
+        if hi_s > lo_s + SEPARATION_SLACK or hi_r > lo_r + SEPARATION_SLACK:
+            problems.append(f"heuristic: ECI {hi_eci} is easier than ECI {lo_eci} (solve rate {lo_s:.2f} -> "
+                            f"{hi_s:.2f}, return {lo_r:.3f} -> {hi_r:.3f})")
+    (first, _, first_s), (last, _, last_s) = scores[0], scores[-1]
+    if last - first >= 2 and first_s - last_s < TIER_DROP:
+        problems.append(f"heuristic: solve rate {first_s:.2f} at ECI {first} and {last_s:.2f} at ECI {last} (the "
+                        f"same seeds): the tiers change the text, not what an agent must do (a drop of at least "
+                        f"{TIER_DROP} is expected across three tiers)")
     if problems:
         raise CheckFailed(*problems, measured=measured)
     return measured

@@ -1,11 +1,10 @@
-"""Static checks: the manifest, the files, OpenEnv's own static validation, and that the classes import."""
+"""Static checks: the manifest, the files, OpenEnv's own static validation (all read as data, in the judge), and
+that the classes import (in the player)."""
 
 from __future__ import annotations
 
-import inspect
-
 from openadapt.errors import ManifestError, UsageError
-from openadapt.validator.checks.base import CheckFailed, Context, StepTimeout, check
+from openadapt.validator.checks.base import CheckFailed, Context, PackageError, check
 
 REQUIRED_FILES = ("openenv.yaml", "pyproject.toml", "README.md", "client.py", "server/app.py", "server/Dockerfile")
 MECHANICS_FILES = ()  # a package with its own mechanics needs only the files its manifest names
@@ -76,15 +75,21 @@ def domain(ctx: Context):
     return {"title": parsed.title}
 
 
-@check("static.boilerplate", depends_on=("static.family",), applies=lambda ctx: ctx.section.family is not None,
-       remediation="a family package holds its domain.yaml, README.md, provenance.json and the boilerplate "
-                   "openadapt renders, nothing else: re-render it (`openadapt render`), and put mechanics code "
-                   "in custom/ with a `mechanics:` section instead of `family:`")
+@check("static.boilerplate", depends_on=("static.manifest",), applies=lambda ctx: ctx.section.format_version >= 2,
+       remediation="every file but the package's content is openadapt's boilerplate, as openadapt renders it "
+                   "(`openadapt render` re-renders it): a family package holds its domain.yaml, README.md and "
+                   "provenance.json besides; a custom one its code and templates under custom/")
 def boilerplate(ctx: Context):
+    """Every file of a format-2 package is accounted for: the boilerplate (what `serve`, Docker and pip run) is
+    exactly what openadapt renders, and the rest is the package's content, which the other checks read."""
     from openadapt.envpkg.render import FAMILY_CONTENT
     from openadapt.envpkg.render import boilerplate as render
 
-    expected = render(ctx.manifest.name, ctx.section, tags=_tags(ctx), floor_margin=_floor_margin(ctx))
+    try:
+        expected = render(ctx.manifest.name, ctx.section, tags=_tags(ctx), floor_margin=_floor_margin(ctx),
+                          task_distribution=ctx.validation_block.get("task_distribution"))
+    except ValueError as exc:
+        raise CheckFailed(str(exc)) from None
     problems = []
     for path, text in expected.items():
         if path == "openenv.yaml":
@@ -93,11 +98,15 @@ def boilerplate(ctx: Context):
         if not target.is_file() or target.read_text(encoding="utf-8", errors="replace") != text:
             problems.append(f"{path} differs from the boilerplate openadapt renders" if target.is_file()
                             else f"missing file: {path}")
-    allowed = {*expected, *FAMILY_CONTENT, ctx.section.domain}
+    family = ctx.section.family is not None
     for path in sorted(ctx.root.rglob("*")):
         rel = path.relative_to(ctx.root).as_posix()
-        if path.is_file() and rel not in allowed and "__pycache__" not in path.parts:
+        if not path.is_file() or rel in expected:
+            continue
+        if family and rel not in (*FAMILY_CONTENT, ctx.section.domain):
             problems.append(f"unexpected file in a family package: {rel}")
+        elif not family and not rel.startswith("custom/") and rel not in ("README.md", "provenance.json"):
+            problems.append(f"unexpected file outside custom/ in a custom package: {rel}")
     if problems:
         raise CheckFailed(*problems[:20])
     return {"files": len(expected)}
@@ -132,31 +141,15 @@ def openenv_static(ctx: Context):
 @check("static.imports", depends_on=("static.manifest", "static.domain"),
        remediation="make every module and class the manifest names importable; the traceback shows where")
 def imports(ctx: Context):
-    from openadapt.envpkg.loader import LoadedPackage, PackageRef
-    from openadapt.families.domain import DomainError
-    from openadapt.kit import AgentAction, AgentObservation, OpenAdaptEnvironment, Policy
-
-    ref = PackageRef(ctx.root, ctx.manifest, seed=False)
     try:
-        ctx.pkg = ctx.timed(LoadedPackage, ref, bucket=ctx.import_seconds, limit_s=ctx.import_limit_s,
-                            label="importing the package")
-    except (ManifestError, DomainError) as exc:
-        raise CheckFailed(str(exc)) from None
-    except (StepTimeout, MemoryError):
-        raise
-    except Exception as exc:
-        raise CheckFailed(f"import failed: {type(exc).__name__}: {str(exc)[:300]}") from exc
-    pkg = ctx.pkg
-    wrong = []
-    for label, cls, base in (("environment", pkg.env_cls, OpenAdaptEnvironment), ("action", pkg.action_cls,
-                             AgentAction), ("observation", pkg.observation_cls, AgentObservation),
-                             ("oracle", pkg.oracle_cls, Policy)):
-        if not (inspect.isclass(cls) and issubclass(cls, base)):
-            wrong.append(f"{label} {cls!r} is not a subclass of {base.__module__}.{base.__name__}")
-    if pkg.heuristic_cls is not None and not issubclass(pkg.heuristic_cls, Policy):
-        wrong.append(f"heuristic {pkg.heuristic_cls!r} is not a Policy")
-    if getattr(pkg.env_cls, "observation_type", None) is not pkg.observation_cls:
-        wrong.append("the environment's observation_type is not the manifest's observation class")
-    if wrong:
-        raise CheckFailed(*wrong)
-    return {"environment": pkg.env_cls.__name__}
+        ctx.facts = facts = ctx.call("load", label="importing the package", bucket=ctx.import_seconds,
+                                     limit_s=ctx.import_limit_s)
+    except PackageError as exc:
+        if exc.kind == "manifest":
+            raise CheckFailed(str(exc).split(": ", 1)[-1]) from None
+        if exc.kind in ("memory", "recursion"):
+            raise
+        raise CheckFailed(f"import failed: {str(exc)[:300]}", traceback=exc.traceback) from None
+    if facts["wrong"]:
+        raise CheckFailed(*facts["wrong"])
+    return {"environment": facts["environment"]}
