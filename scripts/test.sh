@@ -8,4 +8,6 @@ export OPENADAPT_SETUP_MODELS="${OPENADAPT_SETUP_MODELS:-qwen2.5-coder-1.5b qwen
 bash scripts/setup.sh
 export OMP_NUM_THREADS=1
 .venv/bin/ruff check .
-.venv/bin/python -m pytest "$@"
+# One pytest worker per core (pytest-xdist; work stealing, so the long curriculum runs do not end the suite alone):
+# the suite is mostly single-threaded waits on sandboxes and subprocesses.
+.venv/bin/python -m pytest -n "${OPENADAPT_TEST_WORKERS:-auto}" --dist worksteal "$@"

