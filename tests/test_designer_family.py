@@ -5,6 +5,7 @@ it knows (the kubernetes_cluster example), so the test can break single pieces a
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import re
 from dataclasses import replace
@@ -24,7 +25,7 @@ from openadapt.designer.pieces import cut_rambles, drop_repeated_prose, plan_pie
 from openadapt.designer.session import Session
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
-from openadapt.families.domain import DomainError, DomainProblem, iter_texts, without_tasked
+from openadapt.families.domain import Code, DomainError, DomainProblem, iter_texts, without_tasked
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
 KEY = "sk-test-FAMILY-8e21"
@@ -614,14 +615,18 @@ def test_a_copy_problem_is_shown_without_the_copy_and_an_answer_that_repeats_the
     draft = example.model_dump(mode="json")
     at = "domain.faults[0].evidence[0]"
     draft["faults"][0]["evidence"][0] = "WARN {component} suction pressure {n} minutes without reaching setpoint today"
-    (message,) = [p.message for p in copied_from_example(draft, example) if p.path == at]
+    (problem,) = [p for p in copied_from_example(draft, example) if p.path == at]
+    message = problem.message
     assert "'" in message and "suction" in message  # the check names what was copied, for the record
-    shown = unquoted(message)
+    shown = unquoted(problem, with_path=False)
     assert "suction" not in shown and shown.startswith("this text takes a phrase from the example")
-    assert unquoted("'error_rate_pct' is copied from the worked example") == "this is copied from the worked example"
-    assert unquoted("must name both {component} and {dependency}") == "must name both {component} and {dependency}"
-    problem = next(p for p in copied_from_example(draft, example) if p.path == at)
-    assert unquoted(str(problem)) == f"{at}: {shown}"  # as a record's repair lists it
+    copied = DomainProblem(path="domain.x", code=Code.COPIED, value="error_rate_pct",
+                           message="'error_rate_pct' is copied from the worked example")
+    assert unquoted(copied, with_path=False) == "this is copied from the worked example"
+    other = DomainProblem(path="domain.x", code=Code.MISSING_PLACEHOLDER, required=("component", "dependency"),
+                          message="must name both {component} and {dependency}")
+    assert unquoted(other, with_path=False) == other.message
+    assert unquoted(problem) == f"{at}: {shown}"  # as a record's repair lists it
     draft["faults"][0]["evidence"][0] = message  # the feedback written into the field
     found = copied_from_example(draft, example)
     assert any("repeats the designer's feedback" in p.message for p in found if p.path == at)
@@ -2042,7 +2047,7 @@ def test_a_single_reference_to_nothing_defined_is_chosen_among_the_defined(llm):
                               "lead times keep drifting")
     draft = designer._draft()  # (this scripted world leaves other problems, unrelated: its items are too few)
     assert draft["items"][1]["location"] == locations[-1] and draft["suppliers"][0]["offers"][0]["item"] == meant
-    assert sum("is not a defined" in a for a in model.asked) == 2  # one short request each
+    assert sum("which this world does not define" in a for a in model.asked) == 2  # one short request each
     assert not any(a.startswith(("Your `domain.items[1]` has problems", "Your `domain.suppliers[0]` has problems"))
                    for a in model.asked)
 
@@ -2219,10 +2224,12 @@ def test_a_descriptions_phrase_with_a_number_in_it_is_never_accepted_as_this_wor
     # description's example three rounds running, and it was accepted as a phrase of the cartons' world
     designer = FamilyDomainDesigner.__new__(FamilyDomainDesigner)
     designer._phrase_rounds, designer._attempt, designer.progress = {}, 1, lambda *args: None
-    part = DomainProblem(path="domain.subjects[1]", message="this text takes '000 dc-dc converter modules part "
-                         "vx-240' from the example in this field's description, another world: write its own")
-    form = DomainProblem(path="domain.faults[0].evidence[0]", message="this text takes 'minutes without reaching "
-                         "setpoint' from the example in this field's description, another world: write its own")
+    part = DomainProblem(path="domain.subjects[1]", code=Code.DESCRIBED_PHRASE,
+                         value="000 dc-dc converter modules part vx-240", message="this text takes '000 dc-dc "
+                         "converter modules part vx-240' from the example in this field's description")
+    form = DomainProblem(path="domain.faults[0].evidence[0]", code=Code.DESCRIBED_PHRASE,
+                         value="minutes without reaching setpoint", message="this text takes 'minutes without "
+                         "reaching setpoint' from the example in this field's description")
     for _ in range(3):
         left = designer._accept_phrases([part, form])
     assert left == [part]
@@ -2364,3 +2371,29 @@ def test_an_identifier_of_a_record_copied_or_clashing_is_chosen_among_three_not_
     assert len(asked) == 2 and all("Name three other values" in a for a in asked)  # one request each
     left = {p.path for p in designer._check()}
     assert not {"domain.header.date_field", "domain.record_table.id_column"} & left
+
+
+@pytest.fixture
+def reworded(monkeypatch):
+    """Every problem a family reports says only 'reworded': a repair that read a message's English would stop."""
+    from openadapt.families.base import Family
+    from openadapt.families.domain import DomainError
+
+    parse = Family.parse_domain
+
+    def parse_reworded(self, data, source="domain"):
+        try:
+            return parse(self, data, source)
+        except DomainError as exc:
+            raise DomainError([p.model_copy(update={"message": "reworded"}) for p in exc.problems], source) from None
+
+    monkeypatch.setattr(Family, "parse_domain", parse_reworded)
+
+
+@pytest.mark.parametrize("repair", [test_a_single_reference_to_nothing_defined_is_chosen_among_the_defined,
+                                    test_a_list_the_domain_finds_too_short_for_its_tiers_is_topped_up_line_by_line,
+                                    test_names_repeated_in_a_record_take_their_defaults_without_a_request,
+                                    test_a_key_given_to_several_items_is_renamed_for_each_item_alone],
+                         ids=lambda f: f.__name__.removeprefix("test_")[:40])
+def test_repairs_act_on_the_problems_code_and_data_never_on_its_words(repair, reworded, request):
+    repair(**{name: request.getfixturevalue(name) for name in inspect.signature(repair).parameters})

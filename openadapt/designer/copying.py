@@ -10,7 +10,17 @@ from typing import Any
 from pydantic import BaseModel
 
 from openadapt.designer.pieces import is_model
-from openadapt.families.domain import Domain, DomainProblem, descriptions, iter_texts, key_base, key_words, phrases
+from openadapt.families.domain import (
+    COPY_CODES,
+    Code,
+    Domain,
+    DomainProblem,
+    descriptions,
+    iter_texts,
+    key_base,
+    key_words,
+    phrases,
+)
 
 # The fields that name a top-level entity (domain.components[3].name, domain.faults[0].id, a report's
 # domain.kpis[0].code and domain.metrics[1].field, a term's domain.issues[0].label): what a copied world shows. A
@@ -77,25 +87,24 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
         named = ENTITY_NAME.match(path) is not None
         theirs = value.lower() in theirs_names or "_".join(key_words(value)) in theirs_bases
         if named and theirs and not tasks_own(value):
-            problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
-                                          "another world: name this world's own"))
+            problems.append(DomainProblem(path=path, code=Code.COPIED, value=value, message=(
+                f"{value!r} is copied from the worked example, which is another world: name this world's own")))
         elif (not named and _worldly(value) and value.lower() in theirs_worldly
               and not path.startswith(anyones) and not tasks_own(value)):
-            problems.append(DomainProblem(path=path, message=f"{value!r} is copied from the worked example, which is "
-                                          "another world: write this world's own"))
+            problems.append(DomainProblem(path=path, code=Code.COPIED, value=value, message=(
+                f"{value!r} is copied from the worked example, which is another world: write this world's own")))
         elif _is_text(value) and value in theirs_texts:
-            problems.append(DomainProblem(path=path, message="this text is copied from the worked example: write "
-                                          "one that belongs to this task's world"))
+            problems.append(DomainProblem(path=path, code=Code.COPIED, value=value, message=(
+                "this text is copied from the worked example: write one that belongs to this task's world")))
         elif (taken := ([r for r in phrases(value) if r in theirs_runs] if len(value) >= 40 else [])
               + [r for r in _rare_runs(value, everyones) if r in theirs_templates]):
-            problems.append(DomainProblem(path=path, message=f"this text takes {' '.join(taken[0])!r} from the "
-                                          "worked example: write it in this task's world's own words"))
+            problems.append(_took(path, " ".join(taken[0])))
         elif _is_sentence(value) and (things := [t for t in theirs_things if _holds(_words(value), t)]):
-            problems.append(DomainProblem(path=path, message=f"this text takes {theirs_things[min(things)]!r} from the "
-                                          "worked example: write it in this task's world's own words"))
+            problems.append(_took(path, theirs_things[min(things)]))
         elif any(marker in value for marker in _FEEDBACK_MARKERS):
-            problems.append(DomainProblem(path=path, message="this text repeats the designer's feedback instead of "
-                                          "saying something of this world: write what the field asks for"))
+            problems.append(DomainProblem(path=path, code=Code.FEEDBACK_ECHO, message=(
+                "this text repeats the designer's feedback instead of saying something of this world: write what the "
+                "field asks for")))
     known = {v for domain in [example, *others] for _, v in iter_texts(domain)}
     return (problems + described_identifiers(data, type(example), known)
             + described_texts(data, type(example), task=task))
@@ -116,27 +125,25 @@ def _worldly(value: str) -> bool:
     return bool(_SNAKE.match(value) or _PROPER.match(value))
 
 
-def is_copy(message: str) -> bool:
-    """Whether a problem of this module says its text was copied (from the worked example or from a field
-    description's example)."""
-    return any(m in message for m in ("copied from", "from the worked example", "from the example in this field",
-                                      "is the example in this field"))
+def _took(path: str, phrase: str) -> DomainProblem:
+    return DomainProblem(path=path, code=Code.EXAMPLE_PHRASE, value=phrase, message=(
+        f"this text takes {phrase!r} from the worked example: write it in this task's world's own words"))
 
 
-# after an optional "domain.path: " (a problem as `str(DomainProblem)` spells it)
-_QUOTED_COPY = re.compile(r"""^(\S+: )?(this text takes |)"""
-                          r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")( from| is copied from)""")
+def is_copy(problem: DomainProblem) -> bool:
+    """Whether a problem says its text was copied (from the worked example or from a field description's)."""
+    return problem.code in COPY_CODES
 
 
-def unquoted(message: str) -> str:
-    """A copy problem as a repair shows it to the model: without the words it copied. Shown them, the 1.5B writes
-    them back: a pump's constraint note, told it "takes 'to the standby unit instead shift_to_standby' from the
-    example", came back with the same words twice, then with the message itself."""
-    match = _QUOTED_COPY.match(message)
-    if match is None:
-        return message
-    path, takes = match.group(1) or "", match.group(2)
-    return f"{path}{takes}{'a phrase' if takes else 'this'}{match.group(4)}{message[match.end():]}"
+def unquoted(problem: DomainProblem, with_path: bool = True) -> str:
+    """A problem as a repair shows it to the model: a copy without the words it copied. Shown them, the 1.5B
+    writes them back: a pump's constraint note, told it "takes 'to the standby unit instead shift_to_standby'
+    from the example", came back with the same words twice, then with the message itself."""
+    message = problem.message
+    if problem.code in COPY_CODES and problem.value is not None:
+        shown = "a phrase" if problem.code in (Code.EXAMPLE_PHRASE, Code.DESCRIBED_PHRASE) else "this"
+        message = message.replace(repr(problem.value), shown, 1)
+    return f"{problem.path}: {message}" if with_path else message
 
 
 # An apostrophe inside a word ('We don't really do discounts...') is not a closing quote: read as one, the
@@ -183,12 +190,12 @@ def described_texts(data: Any, model: type[BaseModel], path: str = "domain", tas
             if not isinstance(text, str):
                 continue
             if any(_same(text, e) for e in examples):
-                problems.append(DomainProblem(path=at, message=(
+                problems.append(DomainProblem(path=at, code=Code.DESCRIBED, value=text, message=(
                     "this text is the example in this field's description, from another world: write this "
                     "world's own")))
             elif taken := ([r for r in phrases(text) if r in runs]
                            + [r for r in _rare_runs(text, common) if r in templates]):
-                problems.append(DomainProblem(path=at, message=(
+                problems.append(DomainProblem(path=at, code=Code.DESCRIBED_PHRASE, value=" ".join(taken[0]), message=(
                     f"this text takes {' '.join(taken[0])!r} from the example in this field's description, "
                     "another world: write it in this world's own words")))
     return problems
@@ -223,7 +230,7 @@ def described_identifiers(data: Any, model: type[BaseModel], known: set[str],
             problems += described_identifiers(value, info.annotation, known, f"{path}.{name}")
         elif (path != "domain" and isinstance(value, str) and value not in known
               and (value in _QUOTED_IDENTIFIER.findall(info.description or "") or value in named)):
-            problems.append(DomainProblem(path=f"{path}.{name}", message=(
+            problems.append(DomainProblem(path=f"{path}.{name}", code=Code.DESCRIBED, value=value, message=(
                 f"{value!r} is copied from the worked example in this field's description or its record's, which "
                 "is another world: name this world's own")))
     return problems

@@ -66,14 +66,13 @@ from openadapt.designer.session import Session
 from openadapt.envpkg.render import family_package
 from openadapt.families import all_families
 from openadapt.families.base import Family
-from openadapt.families.domain import Domain, DomainError, DomainProblem, numbered_copies
+from openadapt.families.domain import FROM_EXAMPLE, Code, Domain, DomainError, DomainProblem, numbered_copies
 from openadapt.families.yamlio import dump_domain
 
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
 PHRASE_ROUNDS = 2  # repair rounds that find one field description's phrase before it counts as this world's
 
 # "this text takes 'minutes without reaching setpoint' from the example in this field's description, ..."
-_DESCRIBED_PHRASE = re.compile(r"""^this text takes (['"])(.+)\1 from the example in this field's description""")
 
 Progress = Callable[[str, int, str], None]
 
@@ -349,11 +348,11 @@ class FamilyDomainDesigner(PieceRepairs):
     def _start_pieces(self) -> None:
         self._session.order = [p.path for p in self._pieces]
 
-    def _write(self, piece: Piece, problems: list[str] | None = None) -> None:
+    def _write(self, piece: Piece, problems: list[DomainProblem] | None = None) -> None:
         # A record that copied the worked example is written again aside, out of its sight: rewritten in the
         # conversation, run 18's pump plant took the example's `dependency_status` texts back word for word.
         aside = piece.aside or (piece.field is not None and not piece.keys
-                                and any("from the worked example" in p for p in problems or ()))
+                                and any(p.code in FROM_EXAMPLE for p in problems or ()))
         aside = aside or (piece.field is not None and self._pieces_aside and self._family.domain.PIECES_ASIDE)
         instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
         started = time.monotonic()
@@ -375,8 +374,10 @@ class FamilyDomainDesigner(PieceRepairs):
                 copies = ([keys[i] for i in numbered_copies(keys)]
                           if piece.field in self._family.domain.VARIED_KEYS else [])
                 if (repeated or copies) and not self._distinct_keys(piece):
-                    said = [f"{', '.join(repeated)} repeated: every one must differ"] if repeated else []
-                    said += [f"{', '.join(copies)}: numbered copies of one name; name other parts"] if copies else []
+                    said = [DomainProblem(path=piece.path, code=Code.DUPLICATE_NAME, message=(
+                        f"{', '.join(repeated)} repeated: every one must differ"))] if repeated else []
+                    said += [DomainProblem(path=piece.path, code=Code.NUMBERED_COPY, message=(
+                        f"{', '.join(copies)}: numbered copies of one name; name other parts"))] if copies else []
                     self._write(piece, problems=said)
         except OutOfTime:
             if piece.value is None and piece.field is not None and piece.index is None and not piece.keys and all(
@@ -397,13 +398,14 @@ class FamilyDomainDesigner(PieceRepairs):
         self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
 
     @staticmethod
-    def _keep_sound_fields(piece: Piece, before: BaseModel | None, paths: set[str], messages: list[str]) -> None:
+    def _keep_sound_fields(piece: Piece, before: BaseModel | None, paths: set[str],
+                           problems: list[DomainProblem]) -> None:
         """After a piece is written again for problems in some of its fields, the others keep what they were: in
         run 20 the header rewritten for a copied agent role brought back the copied alert just rewritten aside,
         two attempts running, and in run 21 a pump fault rewritten for its copied fix brought back the
         constraint fix just chosen. A problem with the piece as a whole (or a line of a list piece), or a copy
         of the worked example (its short texts are copies too, too short to be caught), keeps the rewrite whole."""
-        if before is None or piece.value is None or any("from the worked example" in m for m in messages):
+        if before is None or piece.value is None or any(p.code in FROM_EXAMPLE for p in problems):
             return
         wrong = set()
         for path in paths:
@@ -447,7 +449,7 @@ class FamilyDomainDesigner(PieceRepairs):
 
     def _check(self) -> list[DomainProblem]:
         data = self._draft()
-        missing = [DomainProblem(path=p.path, message=f"not written: {self.deadline} was reached"
+        missing = [DomainProblem(path=p.path, code=Code.UNWRITTEN, message=f"not written: {self.deadline} was reached"
                                  if p.path in self._unwritten else "no usable answer was written")
                    for p in self._pieces if p.value is None]
         try:
@@ -493,7 +495,7 @@ class FamilyDomainDesigner(PieceRepairs):
                     break
             for problem in problems:
                 self._rounds_seen[str(problem)] = self._rounds_seen.get(str(problem), 0) + 1
-            by_piece: dict[str, tuple[Piece, list[str], set[str]]] = {}
+            by_piece: dict[str, tuple[Piece, list[DomainProblem], set[str]]] = {}
             parts: set[str] = set()  # records and texts asked for once this round, with all their problems
             for problem in problems:
                 if (self._rename_if_key(problem) or self._default_name(problem)
@@ -505,16 +507,16 @@ class FamilyDomainDesigner(PieceRepairs):
                     continue
                 for piece in owner(problem.path, self._pieces):
                     entry = by_piece.setdefault(piece.path, (piece, [], set()))
-                    entry[1].append(str(problem))
+                    entry[1].append(problem)
                     entry[2].add(problem.path)
             if by_piece:
                 first = next(iter(by_piece.values()))[1][0]
                 self.progress("repairing pieces", self._attempt,
-                              f"round {rounds}: {len(by_piece)} piece(s), e.g. {first[:140]}")
-            for piece, messages, paths in by_piece.values():
+                              f"round {rounds}: {len(by_piece)} piece(s), e.g. {str(first)[:140]}")
+            for piece, found, paths in by_piece.values():
                 before = piece.value
-                self._write(piece, problems=messages[:6])
-                self._keep_sound_fields(piece, before, paths, messages)
+                self._write(piece, problems=found[:6])
+                self._keep_sound_fields(piece, before, paths, found)
             problems = self._check()
         notes = {**notes, "piece_repair_rounds": rounds, "problems": [len(started_with), len(problems)],
                  "fixed": len(started_with - {str(p) for p in problems}),
@@ -545,8 +547,9 @@ class FamilyDomainDesigner(PieceRepairs):
 def _described_phrase(problem: DomainProblem) -> tuple[str, str] | None:
     """(the field, list indices dropped; the phrase) of a text that takes a phrase of its field description's
     example over, else None."""
-    match = _DESCRIBED_PHRASE.match(problem.message)
-    return (re.sub(r"\[\d+\]", "[]", problem.path), match.group(2)) if match else None
+    if problem.code != Code.DESCRIBED_PHRASE or problem.value is None:
+        return None
+    return re.sub(r"\[\d+\]", "[]", problem.path), problem.value
 
 
 def short_fields(value: BaseModel) -> str:

@@ -40,7 +40,13 @@ OTHER_WORDS = frozenset((
     "el", "los", "las", "una", "y", "del", "para", "con", "por", "en", "il", "gli", "di", "che", "per", "della",
     "het", "een", "van", "voor", "met", "os", "uma", "em", "com", "da", "nas", "nos",
 ))
-TRANSLATE = "Translate the user's text into English. Reply with the translation only, in one sentence."
+# A translator's instruction and one worked pair: asked only to translate, the 1.5B added words and lost the
+# trade's nouns ("ausgefallene Kühlanlagen" became "fallen milk storage areas"); with these it kept 3 of 4 fixed
+# German, French and Spanish tasks' meaning, against 1 of 4 (benchmarks/naming.py).
+TRANSLATE = ("You are a professional translator. Translate the user's text into English faithfully: keep the exact "
+             "meaning of every noun, verb and adjective, add nothing. Reply with the English translation only.")
+TRANSLATED = [("Entraîne un agent à réparer les pompes en panne d'une ferme",
+               "Train an agent to repair the broken-down pumps of a farm")]
 TRANSLATION_TOKENS = 96
 NAME_WORD_CHARS = 20  # a transliterated run of syllables is cut, so a name stays readable
 
@@ -91,7 +97,9 @@ def package_name(task: str, suffix: str = "") -> str:
 def english_translation(task: str, backend: ChatBackend) -> str | None:
     """The designer model's English translation of `task`, on one line; None when it gave none that reads as
     English with content words. Greedy, so the same prompt gets the same name."""
-    reply = backend.complete([{"role": "system", "content": TRANSLATE}, {"role": "user", "content": task}],
+    pairs = [m for source, english in TRANSLATED for m in ({"role": "user", "content": source},
+                                                            {"role": "assistant", "content": english})]
+    reply = backend.complete([{"role": "system", "content": TRANSLATE}, *pairs, {"role": "user", "content": task}],
                              max_tokens=TRANSLATION_TOKENS, temperature=0.0)
     english = " ".join(reply.text.split()).strip(" \"'")
     return english if english and looks_english(english) and content_words(english) else None

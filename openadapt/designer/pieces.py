@@ -16,9 +16,12 @@ from pydantic import BaseModel, Field, create_model
 from openadapt.designer.chat import cut_text
 from openadapt.families.base import Family
 from openadapt.families.domain import (
+    FROM_EXAMPLE,
     LOG_LEVELS,
     REPEATED_TEXT,
+    Code,
     Domain,
+    DomainProblem,
     is_debris,
     is_prose,
     iter_texts,
@@ -104,9 +107,6 @@ def plan_pieces(domain_cls: type[Domain], example: Domain, split_records: bool =
     return pieces
 
 
-_NEEDED = re.compile(r"has \d+ item\(s\); at least (\d+) are needed")
-
-
 def needed_counts(example: Domain) -> dict[str, int]:
     """The fewest items each list needs to pass the family's own checks (its tiers draw from them), read off
     those checks on the worked example with the list cut to one item. Written to the schema's minimum (three
@@ -122,8 +122,8 @@ def needed_counts(example: Domain) -> dict[str, int]:
         except Exception:  # a check that assumes what the cut broke: it tells nothing about this list's minimum
             continue
         for problem in found:
-            if problem.path == f"domain.{name}" and (match := _NEEDED.search(problem.message)):
-                needed[name] = max(needed.get(name, 0), int(match.group(1)))
+            if problem.path == f"domain.{name}" and problem.code == Code.TOO_FEW and problem.minimum:
+                needed[name] = max(needed.get(name, 0), problem.minimum)
     return needed
 
 
@@ -257,7 +257,8 @@ def max_tokens_for(piece: Piece, example: Domain) -> int:
 _EXAMPLE_IDS = re.compile(r",?\s*\(?e\.g\.\s.*?(?=\.\s|\.$|$)")
 
 
-def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems: list[str] | None = None) -> str:
+def instruction_for(piece: Piece, pieces: list[Piece], family: Family,
+                    problems: list[DomainProblem] | None = None) -> str:
     if problems:
         head = (f"Your `{piece.path}` has problems:\n" + "\n".join(f"- {p}" for p in problems) +
                 f"\nWrite `{piece.path}` again as JSON, fixing every problem.")
@@ -283,7 +284,7 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family, problems:
         head = f"Write `{piece.field}` as JSON."
     # An item's answer or a record's written aside is in nobody's sight: recorded as its short fields, or aside.
     if problems and (piece.index is not None or piece.aside) and piece.value is not None and not any(
-            "worked example" in p for p in problems):
+            p.code in FROM_EXAMPLE for p in problems):
         head += f"\nAs you wrote it: {piece.value.model_dump_json()}"
     description = piece_description(family.domain, piece, pieces)
     guide = f"\nFields:\n{piece.guide}" if piece.guide and (piece.aside or not problems) else ""

@@ -27,11 +27,9 @@ from openadapt.designer.pieces import (
     split_by_kind,
 )
 from openadapt.families.base import Family
-from openadapt.families.domain import DomainError, placeholders
+from openadapt.families.domain import Code, DomainError, DomainProblem, placeholders
 
 PROBE = "zzprobe"  # a placeholder no family knows
-_ALLOWED = re.compile(r"unknown placeholder\(s\) .*?; allowed here: (.*)$")
-_REQUIRED = re.compile(r"must (?:contain|name) ((?:\{\w+\}(?:, )?)+)")
 _INDEX = re.compile(r"\[\d+\]")
 Rule = tuple[tuple[str, ...], tuple[str, ...]]  # (allowed, required), each sorted
 
@@ -49,14 +47,14 @@ def _texts(data: Any, path: str = "domain") -> list[tuple[str, list[Any], Any]]:
     return out
 
 
-def _problems(family: Family, data: dict[str, Any]) -> dict[str, list[str]]:
+def _problems(family: Family, data: dict[str, Any]) -> dict[str, list[DomainProblem]]:
     try:
         family.parse_domain(data)
         return {}
     except DomainError as exc:
-        found: dict[str, list[str]] = {}
+        found: dict[str, list[DomainProblem]] = {}
         for problem in exc.problems:
-            found.setdefault(problem.path, []).append(problem.message)
+            found.setdefault(problem.path, []).append(problem)
         return found
 
 
@@ -74,13 +72,12 @@ def _probe(family: Family, data: dict[str, Any]) -> dict[str, set[Rule]]:
     said_unknown, said_spelled = _problems(family, unknown), _problems(family, spelled)
     rules: dict[str, set[Rule]] = {}
     for at, _, _ in _texts(data):
-        allowed = next((m.group(1) for msg in said_unknown.get(at, []) if (m := _ALLOWED.search(msg))), None)
+        allowed = next((p.choices for p in said_unknown.get(at, []) if p.code == Code.UNKNOWN_PLACEHOLDER), None)
         if allowed is None:
             continue  # the checks do not judge this text's placeholders
-        names = () if allowed == "none" else tuple(sorted(re.findall(r"\{(\w+)\}", allowed)))
-        # every message's names: a scheduling rule's check says "must name {site}" and "must name {time}" apart
-        required = {n for msg in said_spelled.get(at, []) if (m := _REQUIRED.search(msg))
-                    for n in re.findall(r"\{(\w+)\}", m.group(1))}
+        names = tuple(sorted(allowed))
+        # every problem's names: a scheduling rule's check says "must name {site}" and "must name {time}" apart
+        required = {n for p in said_spelled.get(at, []) if p.code == Code.MISSING_PLACEHOLDER for n in p.required}
         rule = (names, tuple(sorted(required)))
         rules.setdefault(_INDEX.sub("[]", at), set()).add(rule)
         kind = _kind_at(data, at)

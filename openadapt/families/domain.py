@@ -21,6 +21,7 @@ import typing
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -41,6 +42,41 @@ _PLACEHOLDER_PARTS = re.compile(r"(\{[A-Za-z_][A-Za-z0-9_]*\})")  # split: the t
 REPEATED_TEXT = 3  # a prose text written this many times in one domain is a problem (`_text_problems`)
 
 
+class Code(StrEnum):
+    """What kind of thing is wrong: the stable name a designer acts on. The message is for people and models; no
+    code reads it. The data a repair needs travels in the problem's typed fields (`value`, `minimum`, `choices`,
+    `required`)."""
+
+    SCHEMA = "schema"  # a type, bound or required field of the schema
+    TOO_FEW = "too_few"  # a list shorter than the domain needs (minimum)
+    VARIETY = "variety"  # the items together lack a kind the tiers need (not fixed by one item)
+    DUPLICATE_NAME = "duplicate_name"  # an item's name is an earlier item's (value)
+    REPEATED_LINE = "repeated_line"  # a line of a plain list is an earlier line (value)
+    NAME_CLASH = "name_clash"  # a record's field holds a name another of its fields holds (value)
+    UNKNOWN_REFERENCE = "unknown_reference"  # names something the domain does not define (value, choices)
+    UNKNOWN_PLACEHOLDER = "unknown_placeholder"  # placeholders outside those allowed here (choices)
+    MISSING_PLACEHOLDER = "missing_placeholder"  # a text lacks the placeholders it must hold (required)
+    NOT_AN_IDENTIFIER = "not_an_identifier"  # a name the agent types is not a lowercase identifier (value)
+    NUMBERED_COPY = "numbered_copy"  # a list's names are mostly one name numbered (value)
+    REPEATED_TEXT = "repeated_text"  # one prose text written many times in the domain
+    NOT_CONTENT = "not_content"  # schema words, debris, a slot, words about the agent, JSON or the package
+    SCHEMA_ECHO = "schema_echo"  # repeats the schema's description of a field (value: its words)
+    COPIED = "copied"  # copied whole from the worked example (value)
+    EXAMPLE_PHRASE = "example_phrase"  # takes a run of words from the worked example (value)
+    DESCRIBED = "described"  # the example the field's own description gives (value)
+    DESCRIBED_PHRASE = "described_phrase"  # takes a phrase of the field's description (value)
+    FEEDBACK_ECHO = "feedback_echo"  # repeats the designer's own feedback words
+    UNWRITTEN = "unwritten"  # a piece the model did not write
+    OTHER = "other"  # a family's own rule, fixed by rewriting what it names
+
+
+# Problems that say a text or name came from an example, not from this world: the worked example (a designer then
+# writes it again out of the example's sight), or the example a field's own description gives (no longer shown).
+FROM_EXAMPLE = frozenset({Code.COPIED, Code.EXAMPLE_PHRASE})
+FROM_DESCRIPTION = frozenset({Code.DESCRIBED, Code.DESCRIBED_PHRASE})
+COPY_CODES = FROM_EXAMPLE | FROM_DESCRIPTION
+
+
 class DomainProblem(BaseModel):
     """One thing wrong with a domain, at a field path a designer can find."""
 
@@ -48,6 +84,11 @@ class DomainProblem(BaseModel):
 
     path: str = Field(description="e.g. 'domain.faults[2].evidence'")
     message: str
+    code: Code = Code.OTHER
+    value: str | None = None  # the offending name, line or copied words
+    minimum: int | None = None  # TOO_FEW: the least the list may hold
+    choices: tuple[str, ...] | None = None  # the names or placeholders allowed here, in full
+    required: tuple[str, ...] = ()  # MISSING_PLACEHOLDER: the placeholder names the text lacks
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -63,6 +104,10 @@ class DomainError(UsageError):
         super().__init__(f"{source} is not a valid domain: {shown}{more}")
 
 
+def _not_content(path: str, message: str) -> DomainProblem:
+    return DomainProblem(path=path, code=Code.NOT_CONTENT, message=message)
+
+
 def field_path(loc: Iterable[Any], root: str = "domain") -> str:
     """pydantic's ('faults', 2, 'evidence') -> 'domain.faults[2].evidence'."""
     path = root
@@ -72,8 +117,13 @@ def field_path(loc: Iterable[Any], root: str = "domain") -> str:
 
 
 def schema_problems(exc: ValidationError, root: str = "domain") -> list[DomainProblem]:
-    return [DomainProblem(path=field_path(err["loc"], root), message=err["msg"].removeprefix("Value error, "))
-            for err in exc.errors()]
+    problems = []
+    for err in exc.errors():
+        short = err["type"] == "too_short"
+        problems.append(DomainProblem(path=field_path(err["loc"], root), message=err["msg"].removeprefix(
+            "Value error, "), code=Code.TOO_FEW if short else Code.SCHEMA,
+            minimum=(err.get("ctx") or {}).get("min_length") if short else None))
+    return problems
 
 
 def placeholders(text: str) -> set[str]:
@@ -175,7 +225,8 @@ class Domain(DomainPart):
             key = self.KEYS[list_name]
             names = [getattr(item, key) for item in getattr(self, list_name)]
             for i in numbered_copies(names):
-                yield DomainProblem(path=f"domain.{list_name}[{i}].{key}", message=(
+                yield DomainProblem(path=f"domain.{list_name}[{i}].{key}", code=Code.NUMBERED_COPY, value=names[i],
+                                    message=(
                     f"{names[i]!r}: more than half of the {list_name} are numbered copies of one name "
                     f"({key_base(names[i])!r}); name another part of this world, not a numbered copy"))
 
@@ -188,43 +239,44 @@ class Domain(DomainPart):
         for path, text in texts:
             words = re.findall(r"[a-z/]+", text.lower())
             if words and all(w in PLACEHOLDER_WORDS for w in words):
-                yield DomainProblem(path=path, message=f"{text!r} is a placeholder or a schema word, not content "
-                                    "of this world: write what this field means here")
+                yield _not_content(path, f"{text!r} is a placeholder or a schema word, not content "
+                                   "of this world: write what this field means here")
             elif (foreign := foreign_script(text)) is not None:
-                yield DomainProblem(path=path, message=f"this text breaks into another script "
-                                    f"({text[foreign:][:12]!r}) in the middle of its sentence: write it in one "
-                                    "language")
+                yield _not_content(path, f"this text breaks into another script "
+                                   f"({text[foreign:][:12]!r}) in the middle of its sentence: write it in one "
+                                   "language")
             elif is_debris(text):
-                yield DomainProblem(path=path, message=f"{text!r} is JSON or markdown syntax, not words of this "
-                                    "world: write what this field means here")
+                yield _not_content(path, f"{text!r} is JSON or markdown syntax, not words of this "
+                                   "world: write what this field means here")
             elif slot := _SLOT.search(text):
-                yield DomainProblem(path=path, message=f"this text holds the slot {slot.group(0)!r}, a name left "
-                                    "unfilled: write the value it stands for in this world")
+                yield _not_content(path, f"this text holds the slot {slot.group(0)!r}, a name left "
+                                   "unfilled: write the value it stands for in this world")
             elif not path.endswith("role") and (meta := _META.search(text)):
-                yield DomainProblem(path=path, message=f"this text speaks of the agent being trained "
-                                    f"({meta.group(0)!r}), not of this world: write what this field is here")
+                yield _not_content(path, f"this text speaks of the agent being trained "
+                                   f"({meta.group(0)!r}), not of this world: write what this field is here")
             elif path == "domain.title" and (said := _PACKAGE_WORDS.search(text)):
-                yield DomainProblem(path=path, message=f"this title names the package being built ({said.group(0)!r}),"
-                                    " not the world it models: name the place or trade, in the task's own words")
+                yield _not_content(path, f"this title names the package being built ({said.group(0)!r}),"
+                                   " not the world it models: name the place or trade, in the task's own words")
             elif path.endswith("agent_role") and set(re.findall(r"[a-z]+", text.lower())) <= _AGENT_WORDS:
-                yield DomainProblem(path=path, message=f"{text!r} names the agent being trained, not who it is in "
-                                    "this world: write its job here, as the people of this world call it")
+                yield _not_content(path, f"{text!r} names the agent being trained, not who it is in "
+                                   "this world: write its job here, as the people of this world call it")
             elif path.endswith(".name") and _listed_fields(text):
-                yield DomainProblem(path=path, message=f"{text[:60]!r} lists the record's fields, not its name: "
-                                    "write what this world calls it")
+                yield _not_content(path, f"{text[:60]!r} lists the record's fields, not its name: "
+                                   "write what this world calls it")
             elif is_prose(text) and (glued := _GLUED.search(text)):
-                yield DomainProblem(path=path, message=f"this text glues a placeholder to the word before it "
-                                    f"({glued.group(0)!r}): a space or the words it needs go between them")
+                yield _not_content(path, f"this text glues a placeholder to the word before it "
+                                   f"({glued.group(0)!r}): a space or the words it needs go between them")
             elif said := _MECHANICS.search(text):
-                yield DomainProblem(path=path, message=f"this text speaks of the training environment "
-                                    f"({said.group(0)!r}), not of this world: write what happens here")
+                yield _not_content(path, f"this text speaks of the training environment "
+                                   f"({said.group(0)!r}), not of this world: write what happens here")
             elif said := _FORMAT.search(text):
-                yield DomainProblem(path=path, message=f"this text speaks of the JSON it is written in "
-                                    f"({said.group(0)!r}), not of this world: write what this field is here")
+                yield _not_content(path, f"this text speaks of the JSON it is written in "
+                                   f"({said.group(0)!r}), not of this world: write what this field is here")
         echoed = _described_phrases(type(self))
         for path, text in texts:
             if is_prose(text) and (said := next((r for r in phrases(text) if r in echoed), None)):
-                yield DomainProblem(path=path, message=f"this text repeats the schema's description of a field "
+                yield DomainProblem(path=path, code=Code.SCHEMA_ECHO, value=" ".join(said),
+                                    message=f"this text repeats the schema's description of a field "
                                     f"({' '.join(said)!r}) instead of saying what it is in this world: write this "
                                     "world's own")
         # Prose only: identifiers and names used as references repeat legitimately.
@@ -234,7 +286,8 @@ class Domain(DomainPart):
         for path, text in texts:
             if long_texts.get(text, 0) >= REPEATED_TEXT:
                 if text in seen:
-                    yield DomainProblem(path=path, message=f"the same text appears {long_texts[text]} times "
+                    yield DomainProblem(path=path, code=Code.REPEATED_TEXT,
+                                        message=f"the same text appears {long_texts[text]} times "
                                         f"({text[:60]!r}...): each item needs its own words")
                 seen.add(text)
 
@@ -422,7 +475,8 @@ def duplicates(items: Iterable[Any], key: str, path: str) -> list[DomainProblem]
         value = getattr(item, key)
         folded = value.lower() if isinstance(value, str) else value
         if folded in seen:
-            problems.append(DomainProblem(path=f"{path}[{i}].{key}", message=f"{value!r} is already used by "
+            problems.append(DomainProblem(path=f"{path}[{i}].{key}", code=Code.DUPLICATE_NAME, value=str(value),
+                                          message=f"{value!r} is already used by "
                                           f"{path}[{seen[folded]}]: names must be unique"))
         else:
             seen[folded] = i
@@ -436,7 +490,8 @@ def _defined(known: set[str]) -> str:
 def unknown_refs(values: Iterable[str], known: Iterable[str], path: str, what: str) -> list[DomainProblem]:
     """References (by name) to things the domain does not define."""
     known = set(known)
-    return [DomainProblem(path=f"{path}[{i}]" if not path.endswith("]") else path,
+    return [DomainProblem(path=f"{path}[{i}]" if not path.endswith("]") else path, code=Code.UNKNOWN_REFERENCE,
+                          value=value, choices=tuple(sorted(known)),
                           message=f"{value!r} is not a defined {what} (defined: {_defined(known)})")
             for i, value in enumerate(values) if value not in known]
 
@@ -446,7 +501,8 @@ def unknown_ref(value: str, known: Iterable[str], path: str, what: str) -> list[
     known = set(known)
     if value in known:
         return []
-    return [DomainProblem(path=path, message=f"{value!r} is not a defined {what} (defined: {_defined(known)})")]
+    return [DomainProblem(path=path, code=Code.UNKNOWN_REFERENCE, value=value, choices=tuple(sorted(known)),
+                          message=f"{value!r} is not a defined {what} (defined: {_defined(known)})")]
 
 
 def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
@@ -456,7 +512,8 @@ def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
     for i, value in enumerate(values):
         folded = value.lower()
         if folded in seen:
-            problems.append(DomainProblem(path=f"{path}[{i}]", message=f"{value!r} repeats {path}[{seen[folded]}]"))
+            problems.append(DomainProblem(path=f"{path}[{i}]", code=Code.REPEATED_LINE, value=value,
+                                          message=f"{value!r} repeats {path}[{seen[folded]}]"))
         else:
             seen[folded] = i
     return problems
@@ -471,12 +528,12 @@ def names_differ(names: list[str] | dict[str, str], path: str, what: str) -> lis
     if len(set(values)) == len(values):
         return []
     if not isinstance(names, dict):
-        return [DomainProblem(path=path, message=f"{what} must differ: {names}")]
+        return [DomainProblem(path=path, code=Code.NAME_CLASH, message=f"{what} must differ: {names}")]
     first: dict[str, str] = {}
     problems = []
     for field, name in names.items():
         if name in first:
-            problems.append(DomainProblem(path=f"{path}.{field}", message=(
+            problems.append(DomainProblem(path=f"{path}.{field}", code=Code.NAME_CLASH, value=name, message=(
                 f"{name!r} is already the name of `{first[name]}`: {what} must differ ({', '.join(names.values())})")))
         else:
             first[name] = field
@@ -529,7 +586,8 @@ def template_pattern(template: str, capture: Iterable[str] | Mapping[str, str] =
 def too_few(items: list[Any], minimum: int, path: str, why: str) -> list[DomainProblem]:
     if len(items) >= minimum:
         return []
-    return [DomainProblem(path=path, message=f"has {len(items)} item(s); at least {minimum} are needed {why}")]
+    return [DomainProblem(path=path, code=Code.TOO_FEW, minimum=minimum,
+                          message=f"has {len(items)} item(s); at least {minimum} are needed {why}")]
 
 
 def bad_placeholders(text: str, allowed: Iterable[str], path: str, required: Iterable[str] = ()) -> list[DomainProblem]:
@@ -539,17 +597,24 @@ def bad_placeholders(text: str, allowed: Iterable[str], path: str, required: Ite
     if unknown:
         shown = ", ".join("{" + u + "}" for u in sorted(unknown))
         allowed_here = ", ".join("{" + a + "}" for a in sorted(allowed)) or "none"
-        problems.append(DomainProblem(path=path, message=(
-            f"unknown placeholder(s) {shown}; allowed here: {allowed_here}")))
+        problems.append(DomainProblem(path=path, code=Code.UNKNOWN_PLACEHOLDER, choices=tuple(sorted(allowed)),
+                                      message=f"unknown placeholder(s) {shown}; allowed here: {allowed_here}"))
     missing = [name for name in required if "{" + name + "}" not in text]
     if missing:
-        problems.append(DomainProblem(path=path, message=f"must contain {', '.join('{' + m + '}' for m in missing)}"))
+        shown = ", ".join("{" + m + "}" for m in missing)
+        problems.append(missing_placeholders(path, missing, f"must contain {shown}"))
     return problems
+
+
+def missing_placeholders(path: str, names: Iterable[str], message: str) -> DomainProblem:
+    """A text that lacks placeholders it must hold (`names`, without braces), in the family's own words."""
+    return DomainProblem(path=path, code=Code.MISSING_PLACEHOLDER, required=tuple(names), message=message)
 
 
 def identifier_problems(values: Iterable[str], path: str, field: str | None = None) -> list[DomainProblem]:
     """Names the agent types into actions must be lowercase identifiers (letters, digits, underscores)."""
     suffix = f".{field}" if field else ""
-    return [DomainProblem(path=f"{path}[{i}]{suffix}", message=f"{value!r} must be a lowercase identifier like "
+    return [DomainProblem(path=f"{path}[{i}]{suffix}", code=Code.NOT_AN_IDENTIFIER, value=value,
+                          message=f"{value!r} must be a lowercase identifier like "
                           "'frosted_evaporator' (letters, digits, underscores)")
             for i, value in enumerate(values) if not _IDENT.match(value)]

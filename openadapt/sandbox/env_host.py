@@ -20,18 +20,21 @@ import traceback
 from pathlib import Path
 
 CALL_TIMEOUT_S = 10.0
+# Loading imports the package and openadapt's modules it builds on: on a busy 2-core machine that alone can take
+# several seconds, which is no sign of a package that hangs.
+LOAD_TIMEOUT_S = 30.0
 
 
 class CallTimeout(Exception):
     pass
 
 
-def _bounded(fn, *args, **kwargs):
+def _bounded(fn, *args, limit_s: float = CALL_TIMEOUT_S, **kwargs):
     def _alarm(signum, frame):
-        raise CallTimeout(f"the environment did not answer within {CALL_TIMEOUT_S:g} s")
+        raise CallTimeout(f"the environment did not answer within {limit_s:g} s")
 
     signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, CALL_TIMEOUT_S)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
     try:
         return fn(*args, **kwargs)
     finally:
@@ -52,7 +55,7 @@ def main(argv: list[str]) -> None:
 
     limit_process(None, memory_mb)
     seccomp_note = apply_filter()
-    pkg = _bounded(load, resolve(str(root)), trust=True)  # trusted *inside* the sandbox only
+    pkg = _bounded(load, resolve(str(root)), trust=True, limit_s=LOAD_TIMEOUT_S)  # trusted *inside* the sandbox only
     envs: list[LocalTextEnv] = []
 
     for line in sys.stdin:

@@ -11,7 +11,7 @@ from pydantic import ValidationError, create_model
 from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import Piece, list_item_model, replace_value, resized
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase
-from openadapt.families.domain import DomainProblem, extends, key_base, numbered_copies
+from openadapt.families.domain import Code, DomainProblem, extends, key_base, numbered_copies
 
 
 class KeyRepairs(RepairBase):
@@ -26,8 +26,7 @@ class KeyRepairs(RepairBase):
         if keys_piece is None or keys_piece.value is None:
             return False
         old = keys_piece.value.items[index]
-        quoted = re.match(r"^'([^']*)'", problem.message)
-        if quoted and key_base(quoted.group(1)) != key_base(old):
+        if problem.value is not None and key_base(problem.value) != key_base(old):
             return True  # renamed since the check (a key with two problems): the next round's check sees it anew
         single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
         taken = ", ".join(keys_piece.value.items)
@@ -35,7 +34,7 @@ class KeyRepairs(RepairBase):
         # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
         # a key of its own is renamed everywhere it is used (the item and every reference to it).
         shared = keys.count(old) > 1
-        copy = shared or "numbered copies" in problem.message or "copied from the worked example" in problem.message
+        copy = shared or problem.code in (Code.NUMBERED_COPY, Code.COPIED, Code.DESCRIBED)
         said = ""
         for tries in range(2):  # once more, hotter and reseeded, when the answer is taken or the old one numbered
             ask = (f"{said}The name {old!r} of `{list_name}` item {index + 1} is wrong: {problem.message}. Write a "
@@ -117,7 +116,7 @@ class KeyRepairs(RepairBase):
         time limit came first. The first of the repeats keeps the name, unless every field had it (then it was
         never this field's name either)."""
         match = re.match(r"^domain\.(\w+)\.(\w+)$", problem.path)
-        if not match or "is already the name of" not in problem.message:
+        if not match or problem.code != Code.NAME_CLASH:
             return False
         name, field = match.groups()
         piece = next((p for p in self._pieces if p.field == name and p.index is None and not p.keys
@@ -127,8 +126,7 @@ class KeyRepairs(RepairBase):
         data = piece.value.model_dump()
         fields = piece.model.model_fields
         repeated = data[field]
-        quoted = re.match(r"^'([^']*)'", problem.message)
-        if quoted and quoted.group(1) != repeated:
+        if problem.value is not None and problem.value != repeated:
             return True  # renamed since the check, with an earlier field's repeat
         holders = [f for f, v in data.items() if v == repeated]
         renamed = holders if len(holders) == len(data) else [f for f in holders if f != holders[0]]
@@ -187,7 +185,7 @@ class KeyRepairs(RepairBase):
         self._pieces = [p for p in pieces if p is not piece]
         try:
             without = self._check()
-            short = any(p.path == f"domain.{piece.field}" and "at least" in p.message for p in without)
+            short = any(p.path == f"domain.{piece.field}" and p.code == Code.TOO_FEW for p in without)
             return not short and len(without) < len(problems)
         finally:
             self._pieces = pieces

@@ -12,7 +12,7 @@ from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import bounded, piece_description, resized, spelled, unlevelled
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
-from openadapt.families.domain import DomainProblem, is_debris, is_prose
+from openadapt.families.domain import Code, DomainProblem, is_debris, is_prose
 
 
 class LineRepairs(RepairBase):
@@ -24,7 +24,7 @@ class LineRepairs(RepairBase):
         aside with the item's identity and different from the lines of every item; and a list of lines of a record
         of the domain (`messages.anchors`: the packaging supplier's whole replies record was written again for it
         four rounds running, one anchor line each time)."""
-        wanted = re.search(r"at least (\d+) (?:items|are needed)", problem.message)  # pydantic's, `too_few`'s
+        wanted = problem.minimum if problem.code == Code.TOO_FEW else None
         nested = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
         record = re.match(r"^(domain\.\w+)\.(\w+)$", problem.path)  # a list of a record (messages.anchors)
         record = record if record and any(p.path == record.group(1) and p.index is None and not p.keys
@@ -56,14 +56,14 @@ class LineRepairs(RepairBase):
                 tidied.add(form)
         info = piece.model.model_fields[at]
         if nested or record:  # as many as the domain needs; told apart from every item's lines
-            need = enough = int(wanted.group(1))
+            need = enough = wanted
             guide = info.description or ""
             others = [line for p in self._pieces if p.field == piece.field and p.index is not None and p is not piece
                       and p.value is not None for line in getattr(p.value, at, [])] if nested else []
             whose = f"`{at}` of `{piece.path}`" + (f" ({identity(piece)})" if nested else "")
         else:  # as many as the piece asks for (it may ask for more than the domain's minimum), if they come
-            need = max(int(wanted.group(1)), piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
-            enough = int(wanted.group(1))
+            need = max(wanted, piece.model.model_json_schema()["properties"]["items"].get("minItems", 0))
+            enough = wanted
             guide = piece_description(self._family.domain, piece, self._pieces)
             others, whose = [], f"the domain's `{piece.path.removeprefix('domain.')}`"
         one = create_model("OneLine", line=(typing.get_args(info.annotation)[0], ...))

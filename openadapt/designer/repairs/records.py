@@ -15,8 +15,11 @@ from openadapt.designer.copying import NAME_FIELDS, is_copy, unquoted
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
-from openadapt.families.domain import DomainProblem, extends
+from openadapt.families.domain import FROM_DESCRIPTION, FROM_EXAMPLE, Code, DomainProblem, extends
 
+# A name that is not this item's own (another item's, another line's, words of the schema or of the feedback): a
+# new one is chosen for it.
+RENAMED_FOR = frozenset({Code.DUPLICATE_NAME, Code.REPEATED_LINE, Code.SCHEMA_ECHO, Code.FEEDBACK_ECHO})
 
 class RecordRepairs(RepairBase):
     def _rename_nested(self, problem: DomainProblem) -> bool:
@@ -24,7 +27,7 @@ class RecordRepairs(RepairBase):
         the worked example is asked for alone, aside, under the name field's own pattern, different from its
         siblings' names: rewriting the whole fault gave run 16's 1.5B four `water_pressure` readings again."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]\.(name|id)$", problem.path)
-        if not match or not ("is already used by" in problem.message or "worked example" in problem.message):
+        if not match or not (problem.code == Code.DUPLICATE_NAME or problem.code in FROM_EXAMPLE):
             return False
         piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
                       and p.value is not None), None)
@@ -66,8 +69,7 @@ class RecordRepairs(RepairBase):
         warehouse's offered 'item1' .. 'item4'; rewriting the whole item (every skill, every offer again) left them
         so, or made more."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?(?:\.(\w+))?$", problem.path)
-        defined = re.search(r"is not a defined ([\w ]+?) \(defined: ([^)]*)\)$", problem.message)
-        if not match or not defined or defined.group(2) == "none":
+        if not match or problem.code != Code.UNKNOWN_REFERENCE or not problem.choices:
             return False
         i = int(match.group(2))
         piece, whole = self._holder_of(match.group(1), i)
@@ -94,8 +96,7 @@ class RecordRepairs(RepairBase):
         if at in done:  # one request per reference (per list of them) and round
             return True
         done.add(at)
-        choices = known = [c.strip() for c in defined.group(2).split(",")]
-        what = defined.group(1)
+        choices = known = list(problem.choices)
         if sub is not None:  # not what its siblings name (a supplier offers an item once: the warehouse's 1.5B
             # chose 'inventory' for all eight offers of three suppliers)
             taken = {r.get(sub) for j, r in enumerate(records) if j != int(k) and isinstance(r, dict)}
@@ -115,13 +116,13 @@ class RecordRepairs(RepairBase):
             wrong = [v for v in value if v not in known]
             answer = {"type": "array", "items": {"type": "string", "enum": choices}, "minItems": least,
                       "maxItems": most}
-            ask = (f"`{at}` names {what} values that are not defined: {json.dumps(wrong)}. Choose its `{name}` "
+            ask = (f"`{at}` names values that are not defined: {json.dumps(wrong)}. Choose its `{name}` "
                    f"again among the defined ones, {json.dumps(choices)}, as JSON {{\"items\": [...]}}. `{name}`: "
                    f"{info.description or ''}")
             room, model = 20 + 12 * most, create_model("Chosen", items=(list[str], ...))
         else:
             answer = {"type": "string", "enum": choices}
-            ask = (f"`{problem.path}` is {value!r}, which is not a defined {what}. Choose the one it means among "
+            ask = (f"`{problem.path}` is {value!r}, which this world does not define. Choose the one it means among "
                    f"{json.dumps(choices)}, as JSON {{\"items\": ...}}.")
             room, model = 40, create_model("Chosen", items=(str, ...))
         schema = {"type": "object", "title": "Chosen", "required": ["items"], "properties": {"items": answer}}
@@ -136,7 +137,7 @@ class RecordRepairs(RepairBase):
         except (ReplyError, ValidationError):
             piece.value = before
             return False
-        if any(p.path.startswith(at) and "is not a defined" in p.message for p in self._check()):
+        if any(p.path.startswith(at) and p.code == Code.UNKNOWN_REFERENCE for p in self._check()):
             piece.value = before
             return False
         shown = ", ".join(holder[key]) if many else holder[key]
@@ -150,8 +151,7 @@ class RecordRepairs(RepairBase):
         The SIEM's victim metric came back as the web-service examples' `error_rate_pct` asked alone and rewritten
         whole, round after round (2026-12-05)."""
         match = re.match(rf"^domain\.(\w+)\[(\d+)\]\.({NAME_FIELDS})$", problem.path)
-        if not match or not (is_copy(problem.message) or "already used by" in problem.message
-                             or " repeats " in problem.message):
+        if not match or not (is_copy(problem) or problem.code in RENAMED_FOR):
             return False
         i, key = int(match.group(2)), match.group(3)
         if self._family.domain.KEYS.get(match.group(1)) == key:
@@ -176,7 +176,7 @@ class RecordRepairs(RepairBase):
             return False  # named elsewhere: renamed here alone, a reference would dangle
         shown = {f: v for f, v in records[i].items() if f != key and isinstance(v, str | int | float)}
         values = self._three_values(
-            f"`{problem.path}` is wrong: {unquoted(problem.message)}. The record: "
+            f"`{problem.path}` is wrong: {unquoted(problem, False)}. The record: "
             f"{json.dumps(shown, ensure_ascii=False)}. Name three other values for its `{key}` as JSON "
             f"{{\"values\": [...]}}, each another than every one of {json.dumps([old, *taken])}. `{key}`: "
             f"{without_examples(info.description or '')}", info, old)
@@ -204,8 +204,7 @@ class RecordRepairs(RepairBase):
         header kept the warehouse example's `week_start` and its record table kept `sale_id`, the subjects' key
         too (2026-12-06)."""
         match = re.match(r"^domain\.(\w+)\.(\w+)$", problem.path)
-        if not match or not (is_copy(problem.message) or "already" in problem.message
-                             or "differently" in problem.message):
+        if not match or not (is_copy(problem) or problem.code in (Code.DUPLICATE_NAME, Code.NAME_CLASH)):
             return False
         piece = next((p for p in self._pieces if p.path == f"domain.{match.group(1)}" and not p.keys
                       and p.part is None and p.value is not None), None)
@@ -220,7 +219,7 @@ class RecordRepairs(RepairBase):
         def put(value: typing.Any) -> None:
             piece.value = value
 
-        if self._other_value(piece.path, piece.value, field, [unquoted(problem.message)], put):
+        if self._other_value(piece.path, piece.value, field, [unquoted(problem, False)], put):
             return True
         done.discard(problem.path)  # none of the three clears it: the later repairs may still take it
         return False
@@ -259,14 +258,14 @@ class RecordRepairs(RepairBase):
         again (the supplier's third persona kept its field description's style tell "We don't really do
         discounts on list prices." beside one of its own, asked for again twice)."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]$", problem.path)
-        if not match or not any(p.path == problem.path and p.message == problem.message for p in self._check()):
+        if not match or problem not in self._check():
             return False  # not of this form, or a record dropped before it moved this one
         piece = next((p for p in self._pieces if p.field == match.group(1) and p.index == int(match.group(2))
                       and p.value is not None), None)
         name, k = match.group(3), int(match.group(4))
         records = getattr(piece.value, name, None) if piece is not None else None
         if not isinstance(records, list) or k >= len(records) or not (
-                isinstance(records[k], BaseModel) or (isinstance(records[k], str) and is_copy(problem.message)
+                isinstance(records[k], BaseModel) or (isinstance(records[k], str) and is_copy(problem)
                                                       and self._rounds_seen.get(str(problem), 0) >= 2)):
             return False  # lines and references have repairs of their own, but for a copy
         needed = next((m.min_length for m in piece.model.model_fields[name].metadata
@@ -302,8 +301,8 @@ class RecordRepairs(RepairBase):
         if at in done:  # one request per record and round, with all of its problems
             return True
         done.add(at)
-        problems = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
-        described = any("in this field's description" in p for p in problems)
+        problems = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+        described = any(p.code in FROM_DESCRIPTION for p in problems)
         guide = field_guide(part.model_fields)
         if described:  # the example it copied is not shown again
             guide = "\n".join(without_examples(line) for line in guide.splitlines())
@@ -325,19 +324,19 @@ class RecordRepairs(RepairBase):
             piece.value = piece.model.model_validate(data)
 
         try:
-            if described or any("from the worked example" in p for p in problems):
+            if described or any(p.code in FROM_EXAMPLE for p in problems):
                 value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", part, max_tokens=room,
                                                 schema=schema)
             else:
                 value = self._session.ask(instruction, part, max_tokens=room, schema=schema)
             put(value)
-            still = [str(p) for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
+            still = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
             if still and set(still) & set(problems):
                 # The same mistake again (a constraint whose fix is still the usual fix, four attempts running;
                 # a reading whose healthy and faulty values stayed equal in whole rewrites of the fault): once
                 # more, aside and hotter, shown what it wrote unless that was a copy (shown a copy, the 1.5B wrote
                 # it back, once with the problem's own words)
-                copy = described or any("worked example" in p for p in still)
+                copy = described or any(p.code in FROM_EXAMPLE for p in still)
                 wrote = "" if copy else f" as {value.model_dump_json()}"
                 value = self._session.ask_aside(
                     f"{self._world_so_far()}You wrote `{at}`{wrote}, and it still has problems:\n" +

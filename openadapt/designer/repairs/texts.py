@@ -14,7 +14,7 @@ from openadapt.designer.copying import is_copy, unquoted
 from openadapt.designer.pieces import bounded, named_description, piece_description
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
-from openadapt.families.domain import DomainProblem
+from openadapt.families.domain import FROM_DESCRIPTION, FROM_EXAMPLE, Code, DomainProblem
 
 
 class TextRepairs(RepairBase):
@@ -35,11 +35,10 @@ class TextRepairs(RepairBase):
         domain = self._family.domain
         if domain.KEYS.get(list_name) == name or f"{list_name}.{name}" in domain.REFERENCES:
             return False
-        described = "in this field's description" in problem.message  # its own field's example
-        copied = "copied from the worked example" in problem.message or "is the example in this field's" in (
-            problem.message)
-        taken = ("from the worked example" in problem.message or described) and not copied  # a phrase of it
-        repeated = "the same text appears" in problem.message
+        described = problem.code in FROM_DESCRIPTION  # its own field's example
+        copied = problem.code in (Code.COPIED, Code.DESCRIBED)
+        taken = problem.code in (Code.EXAMPLE_PHRASE, Code.DESCRIBED_PHRASE)  # a phrase of it
+        repeated = problem.code == Code.REPEATED_TEXT
         piece = next((p for p in self._pieces if p.field == list_name and p.index == int(match.group(2))), None)
         line = None if match.group(4) is None else int(match.group(4))
         current = getattr(piece.value, name, None) if piece is not None and piece.value is not None else None
@@ -127,7 +126,7 @@ class TextRepairs(RepairBase):
         if split is not None:  # a list of lines of a record written list by list (`messages.accept`)
             piece, at, guide = split, "items", piece_description(self._family.domain, split, self._pieces)
         elif sub is not None:  # a field of a record of the domain (`texts`), a piece of its own
-            if "from the worked example" in problem.message:
+            if problem.code in FROM_EXAMPLE:
                 return False  # the whole record is written again aside (`_write`): one request for all its copies
             piece = next((p for p in own if p.field == name and sub in p.model.model_fields), None)
             at, guide = sub, piece.model.model_fields[sub].description if piece is not None else ""
@@ -154,21 +153,22 @@ class TextRepairs(RepairBase):
             return True
         done.add(problem.path)
 
-        def problems_here() -> list[str]:
-            return [p.message for p in self._check() if p.path == problem.path]
+        def problems_here() -> list[DomainProblem]:
+            return [p for p in self._check() if p.path == problem.path]
 
-        wrong = problems_here() or [problem.message]
+        wrong = problems_here() or [problem]
         # never shown what it took from the worked example: shown the copy, the 1.5B wrote it back
-        copy = any("from the worked example" in m or "in this field's description" in m for m in wrong)
+        copy = any(is_copy(p) for p in wrong)
         was = "" if copy else f" It reads: {current!r}."
-        if any("in this field's description" in m for m in wrong):  # the example it copied is not shown again
+        told = "; ".join(unquoted(p, False) for p in wrong)
+        if any(p.code in FROM_DESCRIPTION for p in wrong):  # the example it copied is not shown again
             guide = without_examples(guide)
         # Siblings with a copy of their own are not shown: the packaging supplier's three subjects each took the
         # description's 'DC-DC converter modules (part VX-240)', and each rewrite, shown the other two, wrote it back.
         shown: list[str] = []
         if line is not None:
             base = problem.path.rsplit("[", 1)[0]
-            copied = {p.path for p in self._check() if p.path.startswith(base + "[") and is_copy(p.message)}
+            copied = {p.path for p in self._check() if p.path.startswith(base + "[") and is_copy(p)}
             shown = [v for j, v in enumerate(value) if j != line and f"{base}[{j}]" not in copied]
         differ = f", different from every one of: {json.dumps(shown)}" if shown else ""
         # a field keeps its own bounds and pattern in the grammar (a tool's name is an identifier)
@@ -186,7 +186,7 @@ class TextRepairs(RepairBase):
             try:
                 text = self._session.ask_aside(
                     f"{self._world_so_far(without=name if line is None and sub is None else None)}{said}{what} has "
-                    f"{'a problem' if len(wrong) == 1 else 'problems'}: {'; '.join(map(unquoted, wrong))}.{was} "
+                    f"{'a problem' if len(wrong) == 1 else 'problems'}: {told}.{was} "
                     f"Write it again for this world as JSON {{\"text\": ...}}{differ}. What it must be: {guide}", one,
                     max_tokens=160,
                     schema=with_placeholders(bounded(one.model_json_schema()), self._family, problem.path, "text",
@@ -205,8 +205,8 @@ class TextRepairs(RepairBase):
                 best = (piece.value, still)
             if not still:
                 break
-            said = (f"Still wrong: {'; '.join(map(unquoted, still))}. " if copy else
-                    f"You wrote {text!r}; still wrong: {'; '.join(still)}. ")
+            said = (f"Still wrong: {'; '.join(unquoted(p, False) for p in still)}. " if copy else
+                    f"You wrote {text!r}; still wrong: {'; '.join(p.message for p in still)}. ")
         if best is None:
             piece.value = before
             return self._replace_repeat(problem, piece, line)
@@ -220,7 +220,7 @@ class TextRepairs(RepairBase):
         asked for alone is dropped, and the list topped up one new line at a time if it is then too short (that
         request names every line it has, and is sampled hotter): the daily sales report's tenth subject name,
         'Acme Lending' again, came back the same through two attempts, the list rewritten whole each round."""
-        if line is None or piece.field is None or " repeats domain." not in problem.message:
+        if line is None or piece.field is None or problem.code != Code.REPEATED_LINE:
             return False
         before = piece.value
         data = before.model_dump()
@@ -230,7 +230,7 @@ class TextRepairs(RepairBase):
         # Held short for a moment: the piece asks for as many lines as the family's checks need, and the top-up
         # below puts them back (or the piece is restored).
         piece.value = piece.model.model_construct(**data)
-        short = next((p for p in self._check() if p.path == f"domain.{piece.field}" and "at least" in p.message), None)
+        short = next((p for p in self._check() if p.path == f"domain.{piece.field}" and p.code == Code.TOO_FEW), None)
         if short is not None and not self._top_up(short):
             piece.value = before
             return False

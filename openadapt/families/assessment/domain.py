@@ -18,12 +18,14 @@ from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
     duplicates,
+    missing_placeholders,
     names_differ,
     placeholders,
     unknown_ref,
@@ -234,7 +236,8 @@ class AssessmentDomain(Domain):
             text = getattr(self.notices, field)
             p += bad_placeholders(text, ("section",), f"domain.notices.{field}")
             if "{section}" not in text:
-                p.append(DomainProblem(path=f"domain.notices.{field}", message="must name the section with {section}"))
+                p.append(missing_placeholders(f"domain.notices.{field}", ["section"],
+                                              "must name the section with {section}"))
         for j, note in enumerate(self.guide_notes):
             p += bad_placeholders(note, (), f"domain.guide_notes[{j}]")
 
@@ -246,7 +249,7 @@ class AssessmentDomain(Domain):
 
         lookalikes = sum(len(c.lookalikes) for c in self.criteria)
         if lookalikes < MIN_LOOKALIKES:
-            p.append(DomainProblem(path="domain.criteria", message=(
+            p.append(DomainProblem(path="domain.criteria", code=Code.VARIETY, message=(
                 f"has {lookalikes} lookalike(s) in all (criteria[*].lookalikes); at least {MIN_LOOKALIKES} are "
                 "needed: ECI 3 and 4 plant one per document and ECI 5 two, drawn by seed from all of them")))
         for rule in self.rules:
@@ -266,7 +269,8 @@ class AssessmentDomain(Domain):
             for j, f in enumerate(c.features):
                 at = f"domain.criteria[{i}].features[{j}]"
                 if f.id in seen:
-                    p.append(DomainProblem(path=f"{at}.id", message=f"{f.id!r} is already used by {seen[f.id]}: "
+                    p.append(DomainProblem(path=f"{at}.id", code=Code.DUPLICATE_NAME, value=f.id,
+                                           message=f"{f.id!r} is already used by {seen[f.id]}: "
                                            "feature ids must be unique in the domain"))
                 else:
                     seen[f.id] = at
@@ -307,7 +311,7 @@ class AssessmentDomain(Domain):
                         f"{cue!r} occurs in none of this feature's snippets")))
         distinct = sorted({f.level for f in c.features if f.level <= levels})
         if len(distinct) < MIN_LEVELS_PER_CRITERION:
-            p.append(DomainProblem(path=f"{at}.features", message=(
+            p.append(DomainProblem(path=f"{at}.features", code=Code.VARIETY, message=(
                 f"its features reach {len(distinct)} distinct level(s) {distinct}; at least "
                 f"{MIN_LEVELS_PER_CRITERION} are needed so that the hidden true level varies by seed and a strength "
                 "can sit above it (ECI 3)")))

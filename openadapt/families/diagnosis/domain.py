@@ -15,6 +15,7 @@ from pydantic import Field
 from openadapt.families.domain import (
     IDENT,
     LOG_LEVELS,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
@@ -23,6 +24,7 @@ from openadapt.families.domain import (
     dependency_cycle,
     duplicates,
     identifier_problems,
+    missing_placeholders,
     names_differ,
     too_few,
 )
@@ -232,8 +234,8 @@ class DiagnosisDomain(Domain):
         for i, comp in enumerate(self.components):
             for j, dep in enumerate(comp.depends_on):
                 if dep not in known:
-                    p.append(DomainProblem(path=f"domain.components[{i}].depends_on[{j}]",
-                                           message=f"{dep!r} is not a defined component"))
+                    p.append(DomainProblem(path=f"domain.components[{i}].depends_on[{j}]", value=dep,
+                                           code=Code.UNKNOWN_REFERENCE, message=f"{dep!r} is not a defined component"))
                 elif dep == comp.name:
                     p.append(DomainProblem(path=f"domain.components[{i}].depends_on[{j}]",
                                            message="a component cannot depend on itself"))
@@ -258,8 +260,8 @@ class DiagnosisDomain(Domain):
             for j, line in enumerate(fault.evidence):
                 p += bad_placeholders(line, allowed, f"{at}.evidence[{j}]")
                 if "{component}" not in line:
-                    p.append(DomainProblem(path=f"{at}.evidence[{j}]",
-                                           message="must name the faulty component with {component}"))
+                    p.append(missing_placeholders(f"{at}.evidence[{j}]", ["component"],
+                                                  "must name the faulty component with {component}"))
             text = " ".join(fault.evidence)
             for j, word in enumerate(fault.telltales):
                 if word not in text:
@@ -291,13 +293,13 @@ class DiagnosisDomain(Domain):
     def _line_problems(self) -> list[DomainProblem]:
         p = bad_placeholders(self.alert, ("component", "rate", "latency"), "domain.alert")
         if "{component}" not in self.alert:
-            p.append(DomainProblem(path="domain.alert", message="must contain {component} (the alerting one)"))
+            p.append(missing_placeholders("domain.alert", ["component"], "must contain {component} (the alerting one)"))
         for j, line in enumerate(self.symptom_lines):
             p += bad_placeholders(line, ("component", "dependency", *NUMBER_PLACEHOLDERS),
                                   f"domain.symptom_lines[{j}]")
             if "{component}" not in line or "{dependency}" not in line:
-                p.append(DomainProblem(path=f"domain.symptom_lines[{j}]",
-                                       message="must name both {component} and {dependency}"))
+                p.append(missing_placeholders(f"domain.symptom_lines[{j}]", ["component", "dependency"],
+                                              "must name both {component} and {dependency}"))
         if "timed out" not in self.symptom_lines[0]:
             p.append(DomainProblem(path="domain.symptom_lines[0]",
                                    message="must say that '{dependency}' timed out (or 'timed out' in its words)"))

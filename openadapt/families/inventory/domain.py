@@ -16,6 +16,7 @@ from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
@@ -209,7 +210,8 @@ class InventoryDomain(Domain):
         seen_tools: dict[str, str] = {}
         for role, name in tools:
             if name in seen_tools:
-                p.append(DomainProblem(path=f"domain.tools.{role}", message=f"{name!r} is already the name of "
+                p.append(DomainProblem(path=f"domain.tools.{role}", code=Code.NAME_CLASH, value=name,
+                                       message=f"{name!r} is already the name of "
                                        f"the {seen_tools[name]} action: each action needs its own name"))
             seen_tools.setdefault(name, role)
         locations = {loc.id for loc in self.locations}

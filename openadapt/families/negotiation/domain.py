@@ -18,6 +18,7 @@ from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
@@ -25,6 +26,7 @@ from openadapt.families.domain import (
     bad_placeholders,
     duplicate_values,
     duplicates,
+    missing_placeholders,
     too_few,
     unknown_ref,
 )
@@ -327,6 +329,7 @@ class NegotiationDomain(Domain):
         for group, key, value in names:
             if value in seen:
                 p.append(DomainProblem(path=f"domain.{group}.{key}" + (".name" if group == "questions" else ""),
+                                       code=Code.DUPLICATE_NAME, value=value,
                                        message=f"{value!r} is already used by {seen[value]}: names must be unique"))
             seen[value] = f"domain.{group}.{key}"
         return p
@@ -337,7 +340,7 @@ class NegotiationDomain(Domain):
             p.append(DomainProblem(path=f"{at}.id", message=f"{issue.id!r} is reserved for the offer's own fields; "
                                    "name the term (e.g. 'unit_price')"))
         if "{value}" not in issue.phrase:
-            p.append(DomainProblem(path=f"{at}.phrase", message="must contain {value} (where the figure goes)"))
+            p.append(missing_placeholders(f"{at}.phrase", ["value"], "must contain {value} (where the figure goes)"))
         p += bad_placeholders(issue.phrase, ("value",), f"{at}.phrase")
         if not issue.low < issue.high:
             return [*p, DomainProblem(path=f"{at}.high", message=f"high {issue.high:g} must exceed low {issue.low:g}")]
@@ -361,7 +364,7 @@ class NegotiationDomain(Domain):
         if issue.constraint is not None:
             reveal = issue.constraint.reveal
             if "{value}" not in reveal:
-                p.append(DomainProblem(path=f"{at}.constraint.reveal", message="must contain {value} (the bound)"))
+                p.append(missing_placeholders(f"{at}.constraint.reveal", ["value"], "must contain {value} (the bound)"))
             p += bad_placeholders(reveal, ("value", "counterpart"), f"{at}.constraint.reveal")
             p += bad_placeholders(issue.constraint.hint, ("counterpart",), f"{at}.constraint.hint")
             if any(ch.isdigit() for ch in issue.constraint.hint):

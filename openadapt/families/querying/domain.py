@@ -18,6 +18,7 @@ from pydantic import Field, model_serializer
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
@@ -25,6 +26,7 @@ from openadapt.families.domain import (
     dependency_cycle,
     duplicate_values,
     duplicates,
+    missing_placeholders,
     placeholders,
     too_few,
     unknown_ref,
@@ -339,11 +341,11 @@ class QueryingDomain(Domain):
                     "must leave the key and at least one other column in the main table")))
             p += bad_placeholders(sp.note, ("side", "key", "table"), f"{at}.split.note")
             if "{side}" not in sp.note:  # worded as `bad_placeholders` words it, so a designer's grammar holds it
-                p.append(DomainProblem(path=f"{at}.split.note", message="must contain {side}: name the side table"))
+                p.append(missing_placeholders(f"{at}.split.note", ["side"], "must contain {side}: name the side table"))
         if table.stale is not None:
             p += bad_placeholders(table.stale.note, ("live", "table"), f"{at}.stale.note")
             if "{live}" not in table.stale.note:
-                p.append(DomainProblem(path=f"{at}.stale.note", message=(
+                p.append(missing_placeholders(f"{at}.stale.note", ["live"], (
                     "must contain {live}: name the live table (the agent needs a way to tell which is current)")))
         return p
 
@@ -407,7 +409,7 @@ class QueryingDomain(Domain):
                 p.append(DomainProblem(path=f"{at}.decoy", message="key and ref columns get no decoy"))
             p += bad_placeholders(col.decoy.note, ("live",), f"{at}.decoy.note")
             if "{live}" not in col.decoy.note:
-                p.append(DomainProblem(path=f"{at}.decoy.note", message="must name the live column with {live}"))
+                p.append(missing_placeholders(f"{at}.decoy.note", ["live"], "must name the live column with {live}"))
         return p
 
     def _name_problems(self) -> list[DomainProblem]:
@@ -420,7 +422,8 @@ class QueryingDomain(Domain):
             if name in SQL_KEYWORDS:
                 p.append(DomainProblem(path=path, message=f"{name!r} is an SQL keyword: choose another name"))
             if name in space:
-                p.append(DomainProblem(path=path, message=f"{name!r} is already used by {space[name]}: every name a "
+                p.append(DomainProblem(path=path, code=Code.DUPLICATE_NAME, value=name,
+                                       message=f"{name!r} is already used by {space[name]}: every name a "
                                        "table or column may take must be unique"))
             else:
                 space[name] = path

@@ -27,12 +27,14 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
     Reference,
     bad_placeholders,
     duplicates,
+    missing_placeholders,
     names_differ,
     too_few,
     unknown_ref,
@@ -539,7 +541,7 @@ class ReconciliationDomain(Domain):
             p += unknown_ref(rule.applies_to, kinds, f"{at}.applies_to", "discrepancy type")
             p += bad_placeholders(rule.note, ("party", "tolerance"), f"{at}.note")
             if "{party}" not in rule.note:
-                p.append(DomainProblem(path=f"{at}.note", message="must name the party with {party}"))
+                p.append(missing_placeholders(f"{at}.note", ["party"], "must name the party with {party}"))
             d = kinds.get(rule.applies_to)
             if rule.resolution:
                 p += unknown_ref(rule.resolution, resolutions, f"{at}.resolution", "resolution")
@@ -566,7 +568,7 @@ class ReconciliationDomain(Domain):
         pairs = self.traded_pairs()
         need = self.batch_size + 4
         if len(pairs) < need:
-            p.append(DomainProblem(path="domain.parties", message=(
+            p.append(DomainProblem(path="domain.parties", code=Code.VARIETY, message=(
                 f"the parties trade {len(pairs)} distinct (party, item) pairs; at least {need} (batch_size + 4) are "
                 "needed so that the transactions of a batch differ and harder tiers can add four")))
         p += too_few(list(dict.fromkeys(d.resolution for d in self.discrepancies)), 3, "domain.discrepancies",
@@ -575,20 +577,20 @@ class ReconciliationDomain(Domain):
                      "parties with aliases (noisy tiers show a party under another spelling)")
         kinds = self.distractor_kinds()
         if len(kinds) < 2:
-            p.append(DomainProblem(path="domain.discrepancies", message=(
+            p.append(DomainProblem(path="domain.discrepancies", code=Code.VARIETY, message=(
                 f"adversarial tiers (ECI 3+) plant records that look wrong but match; this domain offers "
                 f"{kinds or 'none'}; at least two kinds are needed: a shift with a tolerance of at least 1% (near "
                 "misses), a splittable source (split records), a duplicate type (look-alike repeats)")))
         if len({rule.applies_to for rule in self.policies}) < 2:
-            p.append(DomainProblem(path="domain.policies", message=(
+            p.append(DomainProblem(path="domain.policies", code=Code.VARIETY, message=(
                 "the party rules of hidden-constraint tiers (ECI 4+) must change at least two different "
                 "discrepancy types, so that no single type is the one to watch")))
         if not any(s.external and s.role("party") for s in self.sources):
-            p.append(DomainProblem(path="domain.sources", message=(
+            p.append(DomainProblem(path="domain.sources", code=Code.VARIETY, message=(
                 "noisy tiers (ECI 2+) show parties under aliases on records others write: at least one source with "
                 "a 'party' column needs external: true")))
         if not any(s.ocr for s in self.sources):
-            p.append(DomainProblem(path="domain.sources", message=(
+            p.append(DomainProblem(path="domain.sources", code=Code.VARIETY, message=(
                 "noisy tiers (ECI 2+) misread the figures of scanned records: at least one source needs ocr: true")))
         return p
 

@@ -23,6 +23,7 @@ from pydantic import Field, StringConstraints
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
@@ -484,11 +485,11 @@ class ReportDomain(Domain):
                     # said at the record's own column, which a repair can rename: said at '(subject id)', the
                     # daily sales report's record table was rewritten whole and kept 'sale_id' as its key
                     own = seen[col] if field == SUBJECT_KEY else field
-                    p.append(DomainProblem(path=f"{table_path}.{own}", message=(
+                    p.append(DomainProblem(path=f"{table_path}.{own}", code=Code.NAME_CLASH, value=col, message=(
                         f"column {col!r} is the subjects' key (`subject_table.id_column`), which this table holds "
                         "as a column of its own too: name this column differently")))
                 elif col in seen:
-                    p.append(DomainProblem(path=f"{table_path}.{field}", message=(
+                    p.append(DomainProblem(path=f"{table_path}.{field}", code=Code.NAME_CLASH, value=col, message=(
                         f"column {col!r} is already {seen[col]}: columns of a table must differ")))
                 seen.setdefault(col, field)
         for table, fixed in FIXED_COLUMNS.items():

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from openadapt.families.domain import (
     IDENT,
+    Code,
     Domain,
     DomainPart,
     DomainProblem,
@@ -27,6 +28,7 @@ from openadapt.families.domain import (
     bad_placeholders,
     duplicate_values,
     duplicates,
+    missing_placeholders,
     names_differ,
     too_few,
     unknown_refs,
@@ -429,7 +431,7 @@ class SchedulingDomain(Domain):
             p += bad_placeholders(rule.text, allowed, f"{at}.text")
             for name in required:
                 if "{" + name + "}" not in rule.text:
-                    p.append(DomainProblem(path=f"{at}.text", message=f"a {rule.kind} rule must name {{{name}}}"))
+                    p.append(missing_placeholders(f"{at}.text", [name], f"a {rule.kind} rule must name {{{name}}}"))
             p += unknown_refs(rule.task_types, types, f"{at}.task_types", "task kind")
             if rule.kind == "shared_equipment" and not rule.task_types:
                 p.append(DomainProblem(path=f"{at}.task_types", message=(
@@ -443,7 +445,7 @@ class SchedulingDomain(Domain):
                                       "site" if rule.kind.startswith("site") else "staff member")
         kinds = {r.kind for r in self.hidden_rules}
         if len(kinds) < 2:
-            p.append(DomainProblem(path="domain.hidden_rules", message=(
+            p.append(DomainProblem(path="domain.hidden_rules", code=Code.VARIETY, message=(
                 "all rules are of one kind; write at least two kinds (the hardest tier draws two at once)")))
         p += duplicate_values([r.text for r in self.hidden_rules], "domain.hidden_rules.text")
         return p
@@ -495,7 +497,7 @@ class SchedulingDomain(Domain):
         p += too_few(self.skills, 2, "domain.skills", "skills, so that staff differ")
         priorities = {t.priority for t in self.task_types}
         if len(priorities) < 2:
-            p.append(DomainProblem(path="domain.task_types", message=(
+            p.append(DomainProblem(path="domain.task_types", code=Code.VARIETY, message=(
                 "every kind has the same priority: use at least two levels, so that choosing what to defer "
                 "matters")))
         optional = [t for t in self.task_types if not t.mandatory]
