@@ -2397,3 +2397,23 @@ def reworded(monkeypatch):
                          ids=lambda f: f.__name__.removeprefix("test_")[:40])
 def test_repairs_act_on_the_problems_code_and_data_never_on_its_words(repair, reworded, request):
     repair(**{name: request.getfixturevalue(name) for name in inspect.signature(repair).parameters})
+
+
+def test_a_value_of_a_closed_set_is_chosen_not_copied_and_is_never_flagged():
+    # a capable model's reconciliation design (issue 49): a column's `role` flagged as copied from the worked
+    # example, where every other role was taken; seven requests went round it until a full rewrite
+    from openadapt.designer.copying import closed_set
+
+    family = get_family("reconciliation")
+    example = family.load_example("three_way_match")
+    draft = example.model_dump(mode="json")
+    at = next(f"domain.sources[{i}].columns[{j}]" for i, s in enumerate(draft["sources"])
+              for j, c in enumerate(s["columns"]) if c["role"] == "unit_price")
+    i, j = (int(n) for n in re.findall(r"\d+", at))
+    draft["sources"][i]["columns"][j]["label"] = "unit_price"  # the same word, written where it is free text
+    found = {p.path for p in copied_from_example(draft, example)}
+    assert f"{at}.label" in found  # still a copy where it was written
+    assert not [p for p in found if p.endswith((".role", ".mechanism", ".direction"))]
+    roles = type(example).model_fields["sources"].annotation.__args__[0].model_fields["columns"]
+    assert closed_set(roles.annotation.__args__[0].model_fields["role"].annotation)
+    assert not closed_set(roles.annotation.__args__[0].model_fields["label"].annotation)

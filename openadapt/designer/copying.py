@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
+import types
 import typing
 from typing import Any
 
@@ -83,7 +85,10 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
     theirs_things = {e: shown for e, shown in entities.items() if len(e) >= 2 and any(
         w[0] != "{" and w not in _SHORT_WORDS and w not in everyones and w not in task_words for w in e)}
     problems = []
+    chosen = closed_paths(data, type(example))
     for path, value in _iter_json_texts(data):
+        if path in chosen:
+            continue
         named = ENTITY_NAME.match(path) is not None
         theirs = value.lower() in theirs_names or "_".join(key_words(value)) in theirs_bases
         if named and theirs and not tasks_own(value):
@@ -228,7 +233,7 @@ def described_identifiers(data: Any, model: type[BaseModel], known: set[str],
                 problems += described_identifiers(entry, item, known, f"{path}.{name}[{i}]")
         elif path != "domain" and is_model(info.annotation) and isinstance(value, dict):
             problems += described_identifiers(value, info.annotation, known, f"{path}.{name}")
-        elif (path != "domain" and isinstance(value, str) and value not in known
+        elif (path != "domain" and isinstance(value, str) and value not in known and not closed_set(info.annotation)
               and (value in _QUOTED_IDENTIFIER.findall(info.description or "") or value in named)):
             problems.append(DomainProblem(path=f"{path}.{name}", code=Code.DESCRIBED, value=value, message=(
                 f"{value!r} is copied from the worked example in this field's description or its record's, which "
@@ -237,6 +242,38 @@ def described_identifiers(data: Any, model: type[BaseModel], known: set[str],
 
 
 _NAMED_IDENTIFIER = re.compile(r"\(([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\)")
+
+
+def closed_set(annotation: Any) -> bool:
+    """Whether a field's values come from a fixed set (a Literal or an Enum, or a list of them): a column's role, a
+    unit, a rule's kind. Such a value is chosen, not written, so it is nobody's world and never a copy: flagged, a
+    role every other column already held could only come back as a duplicate."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal or (isinstance(annotation, type) and issubclass(annotation, enum.Enum)):
+        return True
+    if origin is typing.Annotated:
+        return closed_set(args[0])
+    if origin in (list, typing.Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        return bool(kinds) and all(closed_set(a) for a in kinds)
+    return False
+
+
+def closed_paths(data: Any, model: type[BaseModel], path: str = "domain") -> set[str]:
+    """The paths of a draft's values that a closed set holds (`closed_set`), lists' items included."""
+    found: set[str] = set()
+    if not isinstance(data, dict):
+        return found
+    for name, info in model.model_fields.items():
+        value, at = data.get(name), f"{path}.{name}"
+        if closed_set(info.annotation):
+            found |= {at} | ({f"{at}[{i}]" for i in range(len(value))} if isinstance(value, list) else set())
+        elif (item := _list_item(info.annotation)) is not None and isinstance(value, list):
+            for i, entry in enumerate(value):
+                found |= closed_paths(entry, item, f"{at}[{i}]")
+        elif is_model(info.annotation):
+            found |= closed_paths(value, info.annotation, at)
+    return found
 
 
 def _list_item(annotation: Any) -> type[BaseModel] | None:

@@ -41,8 +41,8 @@ OTHER_WORDS = frozenset((
     "het", "een", "van", "voor", "met", "os", "uma", "em", "com", "da", "nas", "nos",
 ))
 # A translator's instruction and one worked pair: asked only to translate, the 1.5B added words and lost the
-# trade's nouns ("ausgefallene Kühlanlagen" became "fallen milk storage areas"); with these it kept 3 of 4 fixed
-# German, French and Spanish tasks' meaning, against 1 of 4 (benchmarks/naming.py).
+# trade's nouns ("ausgefallene Kühlanlagen" became "fallen milk storage areas"); with these it kept 2 of 4 fixed
+# German, French and Spanish tasks' meaning whole and 2 in part, against 1 of 4 whole (benchmarks/naming.py).
 TRANSLATE = ("You are a professional translator. Translate the user's text into English faithfully: keep the exact "
              "meaning of every noun, verb and adjective, add nothing. Reply with the English translation only.")
 TRANSLATED = [("Entraîne un agent à réparer les pompes en panne d'une ferme",
