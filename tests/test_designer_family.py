@@ -2417,3 +2417,42 @@ def test_a_value_of_a_closed_set_is_chosen_not_copied_and_is_never_flagged():
     roles = type(example).model_fields["sources"].annotation.__args__[0].model_fields["columns"]
     assert closed_set(roles.annotation.__args__[0].model_fields["role"].annotation)
     assert not closed_set(roles.annotation.__args__[0].model_fields["label"].annotation)
+
+
+def test_a_declared_rule_is_stated_before_the_model_writes_and_a_model_that_follows_requests_meets_it(llm):
+    """Issue 49: every rule a capable model broke (the pair count among them) surfaced only as a problem after it
+    wrote, each costing a repair round. The family declares it once (`Domain.RULES`); the request for every piece
+    that writes a field it reads states it; the check reports it by its code in the same words."""
+    family = get_family("reconciliation")
+    world = family.load_example("three_way_match").model_dump(mode="json")
+    # whichever items and sources the plan keeps (it sizes the lists as the worked example has them): every party
+    # trades the first three items, and every source is scanned and, with a party column, written by others
+    first = [item["id"] for item in world["items"][:3]]
+    for party in world["parties"]:
+        party["items"] = first
+    for d in world["discrepancies"]:
+        d["items"] = [i for i in d.get("items", []) if i in first]
+    for source in world["sources"]:
+        source["ocr"] = True
+        source["external"] = any(c["role"] == "party" for c in source["columns"])
+        source["split_items"] = [i for i in source.get("split_items", []) if i in first]
+    rule = family.domain.rule("trade_pairs")
+
+    class DoesWhatItIsTold(OtherFamilyModel):  # trades one item a party unless told the rule
+        def answer(self, text: str, title: str):
+            if title == "Chosen":  # a reference to an item the plan left out, chosen among those written
+                answer = self.schema["properties"]["items"]
+                return {"items": answer["items"]["enum"][:2] if "enum" not in answer else answer["enum"][0]}
+            reply = super().answer(text, title)
+            if text.startswith("Write `parties` item") and rule.says not in text:
+                reply = {**reply, "items": reply["items"][:1]}
+            return reply
+
+    model = DoesWhatItIsTold(family, world)
+    _, candidate = design_with(llm, model, "match", "Train an agent to match purchase orders, goods receipts and "
+                               "supplier invoices")
+    parties = [a for a in model.asked if a.startswith("Write `parties` item")]
+    assert parties and all(rule.says in a for a in parties)
+    assert not any(rule.says in a for a in model.asked if a.startswith("Write `resolutions` item"))  # not its field
+    assert not any(a.startswith("Your `domain.parties") for a in model.asked)  # no repair round spent on it
+    assert not any("trade_pairs" in p or rule.says in p for p in candidate.problems)

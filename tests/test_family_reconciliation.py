@@ -495,19 +495,42 @@ def test_a_duplicate_is_named():
     assert "cannot be told from domain.discrepancies[0]" in problems["domain.discrepancies[4].mechanism"]
 
 
-def test_a_domain_too_small_for_a_tier_is_named():
+def _broken_rules(mutate) -> dict[str, set[str]]:
+    data = copy.deepcopy(FREIGHT)
+    mutate(data)
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for p in err.value.problems:
+        if p.rule is not None:
+            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules
+
+
+def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told():
     # No duplicate type: only near misses remain for the adversarial tiers.
-    problems = _problems(lambda d: d["discrepancies"].pop(2))
-    assert "adversarial tiers" in problems["domain.discrepancies"]
+    assert "lookalikes" in _broken_rules(lambda d: d["discrepancies"].pop(2))["domain.discrepancies"]
     # Every party rule on one type: the hidden-constraint tiers need two.
-    problems = _problems(lambda d: d["policies"].pop(2))
-    assert "at least two different" in problems["domain.policies"]
+    assert "policy_types" in _broken_rules(lambda d: d["policies"].pop(2))["domain.policies"]
     # Too few (party, lane) pairs for the batch and the harder tiers' extra transactions.
-    problems = _problems(lambda d: d.update(batch_size=9))
-    assert "at least 13" in problems["domain.parties"]
+    assert "trade_pairs" in _broken_rules(lambda d: d.update(batch_size=9))["domain.parties"]
     # No aliases: the noisy tiers could not rename a party.
-    problems = _problems(lambda d: [p.update(aliases=[]) for p in d["parties"]])
-    assert "aliases" in problems["domain.parties"]
+    assert "aliased_parties" in _broken_rules(lambda d: [p.update(aliases=[]) for p in d["parties"]])["domain.parties"]
+    # A planted change within the tolerance.
+    assert _broken_rules(lambda d: d["discrepancies"][0].update(change=[0.02, 0.1]))[
+        "domain.discrepancies[0].change"] == {"change_beyond_tolerance"}
+
+
+def test_every_rule_reads_fields_of_its_domain_and_has_a_code_of_its_own():
+    from openadapt.families import all_families
+
+    for family in all_families():
+        rules = family.domain.RULES
+        assert len({r.code for r in rules}) == len(rules), family.name
+        for rule in rules:
+            assert set(rule.reads) <= set(family.domain.model_fields), (family.name, rule.code)
+            assert rule.says.endswith(".") and len(rule.says) < 300
 
 
 def test_a_bad_placeholder_is_named():
@@ -522,8 +545,6 @@ def test_other_semantic_problems_are_named():
     problems = _problems(lambda d: d["policies"][1].update(resolution="dispute_rate",
                                                            note="{party} wants disputes (dispute_rate) always."))
     assert "must differ from the usual resolution" in problems["domain.policies[1].resolution"]
-    problems = _problems(lambda d: d["discrepancies"][0].update(change=[0.02, 0.1]))
-    assert "must exceed the tolerance" in problems["domain.discrepancies[0].change"]
     problems = _problems(lambda d: d["discrepancies"][3].update(late=True))
     assert "record later" in problems["domain.discrepancies[3].late"]
     problems = _problems(lambda d: d["parties"][0].update(aliases=["HX LOGISTICS 22"]))

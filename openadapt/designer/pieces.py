@@ -288,7 +288,16 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family,
         head += f"\nAs you wrote it: {piece.value.model_dump_json()}"
     description = piece_description(family.domain, piece, pieces)
     guide = f"\nFields:\n{piece.guide}" if piece.guide and (piece.aside or not problems) else ""
-    return f"{head}\n{description or ''}{guide}".strip()
+    return f"{head}\n{description or ''}{guide}{stated_rules(family.domain, piece)}".strip()
+
+
+def stated_rules(domain_cls: type[Domain], piece: Piece) -> str:
+    """The family's rules across fields (`Domain.RULES`) that read what this piece writes, stated before the model
+    writes it: found only afterwards, each such rule cost a capable model a repair round of its own."""
+    written = set(piece.model.model_fields) if piece.field is None else {piece.field}
+    rules = domain_cls.rules_reading(written)
+    return "".join(["\nRules it must meet with the rest of the domain:", *(f"\n- {r.says}" for r in rules)]) \
+        if rules else ""
 
 
 def piece_description(domain_cls: type[Domain], piece: Piece, pieces: list[Piece]) -> str:

@@ -89,9 +89,26 @@ class DomainProblem(BaseModel):
     minimum: int | None = None  # TOO_FEW: the least the list may hold
     choices: tuple[str, ...] | None = None  # the names or placeholders allowed here, in full
     required: tuple[str, ...] = ()  # MISSING_PLACEHOLDER: the placeholder names the text lacks
+    rule: str | None = None  # the `Rule` (by its code) this problem breaks
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule a domain must meet across its fields, which no one field's schema can say: how much its lists must
+    hold together, relations between its numbers, the variety its tiers draw on. Declared once, in a family's
+    `Domain.RULES`: a designer states it in every request that writes a field it reads, before the model writes,
+    and the check that finds it broken reports it by its code, in the same words."""
+
+    code: str
+    reads: tuple[str, ...]  # the domain's own fields it reads
+    says: str  # one sentence a designer can act on
+
+    def broken(self, path: str, found: str) -> DomainProblem:
+        """The problem when this rule does not hold; `found` says what the domain has instead."""
+        return DomainProblem(path=path, code=Code.VARIETY, rule=self.code, message=f"{self.says} This domain: {found}.")
 
 
 class DomainError(UsageError):
@@ -200,6 +217,18 @@ class Domain(DomainPart):
     # Texts that must hold no figure ('list[].field' paths), which a designer's grammar then keeps out: checked
     # only afterwards, the supplier's 1.5B wrote "... pay a fee of 200 EUR" into two constraint hints.
     NO_DIGITS: ClassVar[frozenset[str]] = frozenset()
+    # The rules across fields its checks hold it to (`Rule`), stated to a designer before it writes.
+    RULES: ClassVar[tuple[Rule, ...]] = ()
+
+    @classmethod
+    def rules_reading(cls, fields: Iterable[str]) -> list[Rule]:
+        """The declared rules that read any of `fields`, in declaration order."""
+        wanted = set(fields)
+        return [rule for rule in cls.RULES if wanted & set(rule.reads)]
+
+    @classmethod
+    def rule(cls, code: str) -> Rule:
+        return next(rule for rule in cls.RULES if rule.code == code)
 
     title: str = Field(min_length=3, max_length=80, description=(
         "Short name of the world this domain models, in the task's own words (e.g. 'Cold-storage warehouse "

@@ -27,16 +27,15 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from openadapt.families.domain import (
     IDENT,
-    Code,
     Domain,
     DomainPart,
     DomainProblem,
     Reference,
+    Rule,
     bad_placeholders,
     duplicates,
     missing_placeholders,
     names_differ,
-    too_few,
     unknown_ref,
     unknown_refs,
 )
@@ -251,6 +250,35 @@ class ToolNames(DomainPart):
 class ReconciliationDomain(Domain):
     KEYS = {"sources": "name", "parties": "id", "items": "id", "resolutions": "id", "discrepancies": "id"}
     REQUIRED_IN_FIRST = {"parties.aliases": 2}  # `family_problems`: two parties known by aliases
+    RULES = (
+        Rule("trade_pairs", ("parties", "items", "batch_size"),
+             "The parties together must trade at least batch_size + 4 distinct (party, item) pairs (a party's "
+             "`items`, or every item when it lists none), so that the transactions of a batch differ and harder "
+             "tiers can add four."),
+        Rule("usual_resolutions", ("discrepancies", "resolutions"),
+             "The discrepancy types must have at least three different usual resolutions, so that one resolution "
+             "for everything is wrong."),
+        Rule("aliased_parties", ("parties",),
+             "At least two parties need aliases: noisy tiers (ECI 2+) show a party under another spelling."),
+        Rule("lookalikes", ("discrepancies", "sources"),
+             "Adversarial tiers (ECI 3+) plant records that look wrong but match, of at least two kinds: a shift "
+             "with a tolerance of at least 1% (near misses), a splittable source (split records), a duplicate type "
+             "(look-alike repeats)."),
+        Rule("policy_types", ("policies", "discrepancies"),
+             "The party rules must change at least two different discrepancy types, so that no single type is the "
+             "one to watch."),
+        Rule("external_party", ("sources",),
+             "At least one source with a 'party' column needs external: true: noisy tiers (ECI 2+) show parties "
+             "under aliases on records others write."),
+        Rule("scanned_source", ("sources",),
+             "At least one source needs ocr: true: noisy tiers (ECI 2+) misread the figures of scanned records."),
+        Rule("widened_tolerance", ("policies", "discrepancies"),
+             "A tolerance rule (a party rule with a tolerance) applies to a shift discrepancy whose own tolerance is "
+             "above 0, and exceeds that tolerance by at least 0.02."),
+        Rule("change_beyond_tolerance", ("discrepancies",),
+             f"A shift's smallest change (`change`'s low) exceeds its tolerance by at least {2 * MIN_MARGIN}, so "
+             "that a planted variance is never within the tolerance."),
+    )
     REFERENCES = {
         "parties.items": Reference("items.id"), "sources.split_items": Reference("items.id"),
         "discrepancies.resolution": Reference("resolutions.id"), "discrepancies.items": Reference("items.id"),
@@ -523,8 +551,8 @@ class ReconciliationDomain(Domain):
                 p.append(DomainProblem(path=f"{at}.change", message="must be [low, high] with 0 < low <= high "
                                        "(high <= 0.9 for 'down')"))
             elif low < d.tolerance + 2 * MIN_MARGIN:
-                p.append(DomainProblem(path=f"{at}.change", message=(
-                    f"low {low} must exceed the tolerance {d.tolerance} by at least {2 * MIN_MARGIN}")))
+                p.append(self.rule("change_beyond_tolerance").broken(
+                    f"{at}.change", f"low {low} against the tolerance {d.tolerance}"))
             if role == "quantity" and not any(self.item(it).quantity[1] >= 2 for _, it in self.eligible_pairs(d)):
                 p.append(DomainProblem(path=f"{at}.items", message="a quantity shift needs items whose quantity "
                                        "can be 2 or more"))
@@ -555,43 +583,37 @@ class ReconciliationDomain(Domain):
                 if "{tolerance}" not in rule.note:
                     p.append(DomainProblem(path=f"{at}.note", message="a tolerance rule must state it with "
                                            "{tolerance}"))
+                widened = self.rule("widened_tolerance")
                 if d is not None and (d.mechanism != "shift" or d.tolerance <= 0):
-                    p.append(DomainProblem(path=f"{at}.tolerance", message=(
-                        f"{d.id!r} is not a shift with a tolerance: only those can be widened")))
+                    p.append(widened.broken(f"{at}.tolerance", f"{d.id!r} is not a shift with a tolerance"))
                 elif d is not None and rule.tolerance < d.tolerance + 0.02:
-                    p.append(DomainProblem(path=f"{at}.tolerance", message=(
-                        f"must exceed {d.id!r}'s tolerance {d.tolerance} by at least 0.02")))
+                    p.append(widened.broken(f"{at}.tolerance",
+                                            f"{rule.tolerance} against {d.id!r}'s tolerance {d.tolerance}"))
         return p
 
     def _variety_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
         pairs = self.traded_pairs()
         need = self.batch_size + 4
+        rule = self.rule
         if len(pairs) < need:
-            p.append(DomainProblem(path="domain.parties", code=Code.VARIETY, message=(
-                f"the parties trade {len(pairs)} distinct (party, item) pairs; at least {need} (batch_size + 4) are "
-                "needed so that the transactions of a batch differ and harder tiers can add four")))
-        p += too_few(list(dict.fromkeys(d.resolution for d in self.discrepancies)), 3, "domain.discrepancies",
-                     "distinct usual resolutions, so that one resolution for everything is wrong")
-        p += too_few([x for x in self.parties if x.aliases], 2, "domain.parties",
-                     "parties with aliases (noisy tiers show a party under another spelling)")
+            p.append(rule("trade_pairs").broken("domain.parties", f"{len(pairs)} pairs, batch_size {self.batch_size}"))
+        usual = set(d.resolution for d in self.discrepancies)
+        if len(usual) < 3:
+            p.append(rule("usual_resolutions").broken("domain.discrepancies", f"{sorted(usual)}"))
+        aliased = [x.id for x in self.parties if x.aliases]
+        if len(aliased) < 2:
+            p.append(rule("aliased_parties").broken("domain.parties", f"aliases for {aliased or 'none'}"))
         kinds = self.distractor_kinds()
         if len(kinds) < 2:
-            p.append(DomainProblem(path="domain.discrepancies", code=Code.VARIETY, message=(
-                f"adversarial tiers (ECI 3+) plant records that look wrong but match; this domain offers "
-                f"{kinds or 'none'}; at least two kinds are needed: a shift with a tolerance of at least 1% (near "
-                "misses), a splittable source (split records), a duplicate type (look-alike repeats)")))
-        if len({rule.applies_to for rule in self.policies}) < 2:
-            p.append(DomainProblem(path="domain.policies", code=Code.VARIETY, message=(
-                "the party rules of hidden-constraint tiers (ECI 4+) must change at least two different "
-                "discrepancy types, so that no single type is the one to watch")))
+            p.append(rule("lookalikes").broken("domain.discrepancies", f"{kinds or 'none'}"))
+        changed = {policy.applies_to for policy in self.policies}
+        if len(changed) < 2:
+            p.append(rule("policy_types").broken("domain.policies", f"{sorted(changed)}"))
         if not any(s.external and s.role("party") for s in self.sources):
-            p.append(DomainProblem(path="domain.sources", code=Code.VARIETY, message=(
-                "noisy tiers (ECI 2+) show parties under aliases on records others write: at least one source with "
-                "a 'party' column needs external: true")))
+            p.append(rule("external_party").broken("domain.sources", "none"))
         if not any(s.ocr for s in self.sources):
-            p.append(DomainProblem(path="domain.sources", code=Code.VARIETY, message=(
-                "noisy tiers (ECI 2+) misread the figures of scanned records: at least one source needs ocr: true")))
+            p.append(rule("scanned_source").broken("domain.sources", "none"))
         return p
 
 
