@@ -101,7 +101,11 @@ def render_family(family: Any) -> str:
     """docs/families/<name>.md: the family's README, then its domain schema."""
     readme = (family.root / "README.md").read_text(encoding="utf-8").strip()
     title, _, body = readme.partition("\n")
-    return (f"# {family.name}\n\n{title.lstrip('# ').strip()}\n{body}\n\n## Domain schema "
+    rules = "".join(f"| `{r.code}` | {', '.join(f'`{f}`' for f in r.reads)} | {r.says} |\n"
+                    for r in family.domain.RULES)
+    stated = (f"\n\n## Rules across fields\n\nStated to the designer before it writes any field a rule reads, and "
+              f"checked (`Domain.RULES`).\n\n| code | reads | rule |\n|---|---|---|\n{rules}" if rules else "")
+    return (f"# {family.name}\n\n{title.lstrip('# ').strip()}\n{body}{stated.rstrip()}\n\n## Domain schema "
             f"(`{family.domain.__name__}`)\n\n{schema_tables(family.domain)}").rstrip() + "\n"
 
 

@@ -30,6 +30,7 @@ from openadapt.families.domain import (
     placeholders,
     unknown_ref,
 )
+from openadapt.families.domain import Rule as DomainRule  # `Rule` here is a grading rule of the domain
 
 # Every string inside a list is bounded too: a domain file is untrusted data.
 Passage = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=500)]
@@ -170,6 +171,17 @@ class Notices(DomainPart):
 
 class AssessmentDomain(Domain):
     KEYS = {"sections": "id", "criteria": "id", "rules": "id"}
+    RULES = (
+        DomainRule("lookalikes", ("criteria",),
+             f"The criteria together need at least {MIN_LOOKALIKES} lookalikes (passages that look like a defect but "
+             "are acceptable): ECI 3 and 4 plant one per document and ECI 5 two, drawn by seed from all of them."),
+        DomainRule("levels_per_criterion", ("criteria",),
+             f"Each criterion's features reach at least {MIN_LEVELS_PER_CRITERION} distinct levels, so that the "
+             "hidden true level varies by seed and a strength can sit above it (ECI 3)."),
+        DomainRule("sections_to_read", ("rules", "criteria", "sections"),
+             f"With any one rule in force, a grader reads at most {MAX_NEEDED_SECTIONS} sections (the ECI 5 step "
+             "budget): assess criteria in few sections, and put rule triggers in graded sections."),
+    )
     REFERENCES = {"criteria.section": Reference("sections.id"), "rules.criterion": Reference("criteria.id"),
                   "rules.section": Reference("sections.id")}
     agent_role: str = Field(min_length=3, max_length=80, description=(
@@ -249,16 +261,12 @@ class AssessmentDomain(Domain):
 
         lookalikes = sum(len(c.lookalikes) for c in self.criteria)
         if lookalikes < MIN_LOOKALIKES:
-            p.append(DomainProblem(path="domain.criteria", code=Code.VARIETY, message=(
-                f"has {lookalikes} lookalike(s) in all (criteria[*].lookalikes); at least {MIN_LOOKALIKES} are "
-                "needed: ECI 3 and 4 plant one per document and ECI 5 two, drawn by seed from all of them")))
+            p.append(self.rule("lookalikes").broken("domain.criteria", f"{lookalikes} lookalike(s) in all"))
         for rule in self.rules:
             needed = self.needed_sections(rule)
             if len(needed) > MAX_NEEDED_SECTIONS and rule.section in section_ids:
-                p.append(DomainProblem(path="domain.criteria", message=(
-                    f"with rule {rule.id!r} in force a grader must read {len(needed)} sections ({', '.join(needed)}); "
-                    f"at most {MAX_NEEDED_SECTIONS} fit the ECI 5 step budget: assess criteria in fewer sections or "
-                    "put rule triggers in graded sections")))
+                p.append(self.rule("sections_to_read").broken("domain.criteria", (
+                    f"with rule {rule.id!r} in force a grader must read {len(needed)} sections ({', '.join(needed)})")))
                 break
         return p
 
@@ -311,10 +319,7 @@ class AssessmentDomain(Domain):
                         f"{cue!r} occurs in none of this feature's snippets")))
         distinct = sorted({f.level for f in c.features if f.level <= levels})
         if len(distinct) < MIN_LEVELS_PER_CRITERION:
-            p.append(DomainProblem(path=f"{at}.features", code=Code.VARIETY, message=(
-                f"its features reach {len(distinct)} distinct level(s) {distinct}; at least "
-                f"{MIN_LEVELS_PER_CRITERION} are needed so that the hidden true level varies by seed and a strength "
-                "can sit above it (ECI 3)")))
+            p.append(self.rule("levels_per_criterion").broken(f"{at}.features", f"levels {distinct}"))
         if not any(f.kind == "defect" for f in c.features):
             p.append(DomainProblem(path=f"{at}.features", message="has no defect: write at least one"))
         if not any(f.kind == "strength" and f.level == levels for f in c.features):

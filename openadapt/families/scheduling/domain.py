@@ -20,11 +20,11 @@ from pydantic import Field
 
 from openadapt.families.domain import (
     IDENT,
-    Code,
     Domain,
     DomainPart,
     DomainProblem,
     Reference,
+    Rule,
     bad_placeholders,
     duplicate_values,
     duplicates,
@@ -179,6 +179,12 @@ _Texts = dict(min_length=1, max_length=8)
 class SchedulingDomain(Domain):
     KEYS = {"capabilities": "id", "skills": "id", "sites": "id", "staff": "id", "task_types": "id"}
     PIECES_ASIDE = True  # in the conversation the 1.5B copied the worked example's docks (Domain.PIECES_ASIDE)
+    RULES = (
+        Rule("rule_kinds", ("hidden_rules",),
+             "The hidden rules are of at least two kinds: the hardest tier draws two at once."),
+        Rule("priority_levels", ("task_types",),
+             "The kinds of task have at least two priority levels, so that choosing what to defer matters."),
+    )
     REFERENCES = {"sites.capabilities": Reference("capabilities.id"), "staff.skills": Reference("skills.id"),
                   "task_types.needs": Reference("capabilities.id"), "task_types.skill": Reference("skills.id"),
                   "emergencies.task_type": Reference("task_types.id"),
@@ -445,8 +451,7 @@ class SchedulingDomain(Domain):
                                       "site" if rule.kind.startswith("site") else "staff member")
         kinds = {r.kind for r in self.hidden_rules}
         if len(kinds) < 2:
-            p.append(DomainProblem(path="domain.hidden_rules", code=Code.VARIETY, message=(
-                "all rules are of one kind; write at least two kinds (the hardest tier draws two at once)")))
+            p.append(self.rule("rule_kinds").broken("domain.hidden_rules", f"only {sorted(kinds)}"))
         p += duplicate_values([r.text for r in self.hidden_rules], "domain.hidden_rules.text")
         return p
 
@@ -497,9 +502,7 @@ class SchedulingDomain(Domain):
         p += too_few(self.skills, 2, "domain.skills", "skills, so that staff differ")
         priorities = {t.priority for t in self.task_types}
         if len(priorities) < 2:
-            p.append(DomainProblem(path="domain.task_types", code=Code.VARIETY, message=(
-                "every kind has the same priority: use at least two levels, so that choosing what to defer "
-                "matters")))
+            p.append(self.rule("priority_levels").broken("domain.task_types", f"every kind at {sorted(priorities)}"))
         optional = [t for t in self.task_types if not t.mandatory]
         p += too_few(optional, MIN_OPTIONAL, "domain.task_types", "optional kinds (mandatory: false), so that a "
                      "full day forces a choice of what to defer")
