@@ -73,27 +73,43 @@ class RandomPolicy(Policy):
         return self.action_cls.model_validate({})
 
     def _resolve(self, prop: dict[str, Any]) -> dict[str, Any]:
-        if "$ref" in prop:
-            return self.schema["$defs"][prop["$ref"].rsplit("/", 1)[-1]]
-        options = [p for p in prop.get("anyOf", []) if p.get("type") != "null"]
-        return self._resolve(options[0]) if options else prop
+        return resolve_schema(self.schema, prop)
 
     def _sample(self, prop: dict[str, Any], words: list[str]) -> Any:
-        rng = self.rng
-        if "enum" in prop:
-            return rng.choice(prop["enum"])
-        if "const" in prop:
-            return prop["const"]
-        kind = prop.get("type")
-        if kind == "number":
-            return rng.uniform(prop.get("minimum", 0.0), prop.get("maximum", 1.0))
-        if kind == "integer":
-            return rng.randint(int(prop.get("minimum", 0)), int(prop.get("maximum", 10)))
-        if kind == "boolean":
-            return rng.random() < 0.5
-        if kind == "array":
-            item = self._resolve(prop.get("items", {"type": "string"}))
-            return [self._sample(item, words) for _ in range(rng.randint(0, 2))]
-        if kind == "object" and "properties" in prop:
-            return {key: self._sample(self._resolve(sub), words) for key, sub in prop["properties"].items()}
-        return rng.choice(words)
+        return sample_schema(self.schema, prop, self.rng, words)
+
+
+# Deep enough for any action a family writes; a deeper (hostile) schema is cut off there, not followed.
+MAX_SCHEMA_DEPTH = 4
+
+
+def resolve_schema(schema: dict[str, Any], prop: dict[str, Any]) -> dict[str, Any]:
+    """A property's own schema: a `$ref` looked up in `schema`, an optional (`anyOf` with null) unwrapped."""
+    if "$ref" in prop:
+        return schema.get("$defs", {}).get(prop["$ref"].rsplit("/", 1)[-1], {})
+    options = [p for p in prop.get("anyOf", []) if p.get("type") != "null"]
+    return resolve_schema(schema, options[0]) if options else prop
+
+
+def sample_schema(schema: dict[str, Any], prop: dict[str, Any], rng: random.Random, words: list[str],
+                  depth: int = 0) -> Any:
+    """A random value of `prop` (resolved): enum values uniformly, numbers uniformly in their bounds, lists of up
+    to two items, strings drawn from `words`."""
+    if prop.get("enum"):
+        return rng.choice(prop["enum"])
+    if "const" in prop:
+        return prop["const"]
+    kind = prop.get("type")
+    if kind == "number":
+        return rng.uniform(prop.get("minimum", 0.0), prop.get("maximum", 1.0))
+    if kind == "integer":
+        return rng.randint(int(prop.get("minimum", 0)), int(prop.get("maximum", 10)))
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array" and depth < MAX_SCHEMA_DEPTH:
+        item = resolve_schema(schema, prop.get("items", {"type": "string"}))
+        return [sample_schema(schema, item, rng, words, depth + 1) for _ in range(rng.randint(0, 2))]
+    if kind == "object" and "properties" in prop and depth < MAX_SCHEMA_DEPTH:
+        return {key: sample_schema(schema, resolve_schema(schema, sub), rng, words, depth + 1)
+                for key, sub in prop["properties"].items()}
+    return rng.choice(words)

@@ -8,12 +8,9 @@ player as a payload, which the package's action class reads (a field it refuses 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from openadapt.kit.policy import policy_rng
-
-_WORD = re.compile(r"[A-Za-z][\w.-]{2,}")
+from openadapt.kit.policy import _WORD, policy_rng, resolve_schema, sample_schema
 
 
 class JudgePolicy:
@@ -44,30 +41,10 @@ class SchemaPolicy(JudgePolicy):
         return {name: self.sample(self.resolve(prop), words) for name, prop in self.props().items()}
 
     def resolve(self, prop: dict[str, Any]) -> dict[str, Any]:
-        if "$ref" in prop:
-            return self.schema.get("$defs", {}).get(prop["$ref"].rsplit("/", 1)[-1], {})
-        options = [p for p in prop.get("anyOf", []) if p.get("type") != "null"]
-        return self.resolve(options[0]) if options else prop
+        return resolve_schema(self.schema, prop)
 
-    def sample(self, prop: dict[str, Any], words: list[str], depth: int = 0) -> Any:
-        rng = self.rng
-        if "enum" in prop and prop["enum"]:
-            return rng.choice(prop["enum"])
-        if "const" in prop:
-            return prop["const"]
-        kind = prop.get("type")
-        if kind == "number":
-            return rng.uniform(prop.get("minimum", 0.0), prop.get("maximum", 1.0))
-        if kind == "integer":
-            return rng.randint(int(prop.get("minimum", 0)), int(prop.get("maximum", 10)))
-        if kind == "boolean":
-            return rng.random() < 0.5
-        if kind == "array" and depth < 4:
-            item = self.resolve(prop.get("items", {"type": "string"}))
-            return [self.sample(item, words, depth + 1) for _ in range(rng.randint(0, 2))]
-        if kind == "object" and "properties" in prop and depth < 4:
-            return {key: self.sample(self.resolve(sub), words, depth + 1) for key, sub in prop["properties"].items()}
-        return rng.choice(words)
+    def sample(self, prop: dict[str, Any], words: list[str]) -> Any:
+        return sample_schema(self.schema, prop, self.rng, words)
 
 
 class EmptyPolicy(JudgePolicy):

@@ -345,21 +345,27 @@ def _replays(ctx: Context, eci: int, build) -> tuple[float, list[str]]:
     return mean(outcomes), examples
 
 
+def _replay_verdict(ctx: Context, build, played_as: str) -> dict[str, float]:
+    """Each tier's solve rate of the replays `build` makes; a fail where one is above REPLAY_MAX_SOLVE_RATE."""
+    measured, problems = {}, []
+    for eci in ctx.tiers:
+        rate, examples = _replays(ctx, eci, build)
+        measured[f"eci_{eci}"] = round(rate, 3)
+        if rate > REPLAY_MAX_SOLVE_RATE:
+            problems.append(f"ECI {eci}: {played_as} solve {rate:.0%} of episodes (at most "
+                            f"{REPLAY_MAX_SOLVE_RATE:.0%}): {'; '.join(examples)}")
+    if problems:
+        raise CheckFailed(*problems, measured=measured)
+    return measured
+
+
 @check("semantic.seed_dependence", depends_on=("semantic.oracle_max",),
        remediation="make the answer depend on the episode's seed: the oracle's actions for one seed must not solve "
                    "another (an answer or a ritual of actions that always wins is not a task)")
 def seed_dependence(ctx: Context):
     """Another seed's winning actions, played as they were, must not win this seed's episode."""
-    measured, problems = {}, []
-    for eci in ctx.tiers:
-        rate, examples = _replays(ctx, eci, lambda own, other: list(other.actions))
-        measured[f"eci_{eci}"] = round(rate, 3)
-        if rate > REPLAY_MAX_SOLVE_RATE:
-            problems.append(f"ECI {eci}: replayed on other seeds, the oracle's actions solve {rate:.0%} of their "
-                            f"episodes (at most {REPLAY_MAX_SOLVE_RATE:.0%}): {'; '.join(examples)}")
-    if problems:
-        raise CheckFailed(*problems, measured=measured)
-    return measured
+    return _replay_verdict(ctx, lambda own, other: list(other.actions),
+                           "replayed on other seeds, the oracle's actions")
 
 
 @check("semantic.answer_dependence", depends_on=("semantic.oracle_max",),
@@ -378,17 +384,8 @@ def answer_dependence(ctx: Context):
         actions[differing[-1]] = other.actions[differing[-1]]
         return actions
 
-    measured, problems = {}, []
-    for eci in ctx.tiers:
-        rate, examples = _replays(ctx, eci, swapped)
-        measured[f"eci_{eci}"] = round(rate, 3)
-        if rate > REPLAY_MAX_SOLVE_RATE:
-            problems.append(f"ECI {eci}: with another episode's answer in place of its own, the oracle's steps still "
-                            f"solve {rate:.0%} of episodes (at most {REPLAY_MAX_SOLVE_RATE:.0%}): "
-                            f"{'; '.join(examples)}")
-    if problems:
-        raise CheckFailed(*problems, measured=measured)
-    return measured
+    return _replay_verdict(ctx, swapped, "with another episode's answer in place of its own, the oracle's steps "
+                                         "still")
 
 
 @check("semantic.tier_separation", depends_on=("semantic.oracle_max",),
