@@ -58,6 +58,8 @@ class ScriptedModel:
         self.schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
         if "response_format" not in body and "As an expert of this world" in text:  # the brief, free text
             return Scripted(self.brief)
+        if "Answer with the whole domain as one JSON object" in text:  # --design-mode whole: the world as it is
+            return Scripted(json.dumps(self.world))
         return Scripted(json.dumps(self.answer(text, self.schema.get("title", ""))))
 
     def answer(self, text: str, title: str):
@@ -161,8 +163,8 @@ def test_the_family_is_chosen_by_scores_and_the_domain_written_in_pieces(llm, wo
     model = ScriptedModel(world, fits={"diagnosis": 9, "workflow": 6})
     llm.responder = model
     with Validator("bwrap") as validator:  # the default 20 episodes: tier separation on 6 is noise
-        result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm)),
-                          validator=validator)
+        result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm),
+                                          design_mode="pieces"), validator=validator)
     assert result.ok, result.reason
     provenance = json.loads((result.path / "provenance.json").read_text())
     choice = provenance["attempts"][0]["notes"]["choice"]
@@ -289,7 +291,7 @@ def test_a_task_no_family_fits_is_a_clear_answer(llm, world):
 def test_the_endpoint_falls_back_to_custom_mechanics_when_no_family_fits(llm, world, tmp_path, validator):
     from scripted_designs import design_reply
 
-    scripted, choice_requests = ScriptedModel(world, fits={}), 2  # the family choice ('none'), the mechanic
+    scripted, choice_requests = ScriptedModel(world, fits={}), 1  # the family choice ('none')
 
     def respond(body: dict) -> Scripted:
         return scripted(body) if len(llm.requests) <= choice_requests else Scripted(design_reply())
@@ -403,7 +405,7 @@ def test_an_endpoint_that_dies_mid_design_publishes_nothing_and_keeps_the_attemp
         return scripted(body) if len(llm.requests) <= 6 else Scripted(status=503, error="overloaded")
 
     llm.responder = respond
-    request = GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=LLMConfig(
+    request = GenerateRequest(task=TASK, output_root=tmp_path, name="pods", design_mode="pieces", llm=LLMConfig(
         base_url=llm.base_url, model="designer-1", api_key=KEY, backoff_s=0.01, max_retries=1))
     with pytest.raises(LLMError, match="503"):
         generate(request, validator=validator)
@@ -420,8 +422,8 @@ def test_ctrl_c_mid_design_publishes_nothing(llm, world, tmp_path, validator):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm)), progress=progress,
-                 validator=validator)
+        generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm),
+                                 design_mode="pieces"), progress=progress, validator=validator)
     assert not (tmp_path / "pods").exists() and not list((tmp_path / ".staging").iterdir())
     failed = list((tmp_path / ".failed").iterdir())
     assert len(failed) == 1 and "KeyboardInterrupt" in (failed[0] / "FAILED.json").read_text()
@@ -931,6 +933,7 @@ def test_a_draft_that_never_parses_is_kept_for_the_user_to_read(llm, world, tmp_
 
     llm.responder = NoPlaceholder(world)
     result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm),
+                                      design_mode="pieces",
                                       max_attempts=2), validator=validator)
     assert not result.ok and "no usable design after 2 attempt(s)" in result.reason
     draft = yaml.safe_load((result.failed_dir / "attempt-2" / "draft.yaml").read_text())
@@ -1432,6 +1435,7 @@ def test_no_request_or_attempt_starts_after_the_time_limit_and_the_draft_is_kept
 
     llm.responder = respond
     result = generate(GenerateRequest(task=TASK, output_root=tmp_path, name="pods", llm=config(llm),
+                                      design_mode="pieces",
                                       time_limit_s=120), validator=validator)
     assert len(llm.requests) == 12  # the twelfth answer arrived at the limit: nothing was asked after it
     assert not result.ok and result.reason.startswith("the time limit (2 min) was reached; no usable design after "

@@ -296,6 +296,46 @@ def test_a_constraint_calling_for_another_faults_usual_fix_is_told_every_usual_f
     assert "another fault's usual fix" in message
     assert all(repr(f["fix"]) in message for f in data["faults"])  # what it must differ from
 
+
+def _broken_rules(mutate) -> dict[str, set[str]]:
+    from openadapt.families import get_family
+    from openadapt.families.domain import DomainError
+
+    family = get_family("diagnosis")
+    data = family.load_example("kubernetes_cluster").model_dump(mode="json")
+    mutate(data)
+    with pytest.raises(DomainError) as err:
+        family.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for p in err.value.problems:
+        if p.rule is not None:
+            assert p.message.startswith(family.domain.rule(p.rule).says)  # in the words the designer was told
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules
+
+
+def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told():
+    from openadapt.families import get_family
+
+    def three_fixes(d):  # seven faults sharing three usual fixes
+        for i, fault in enumerate(d["faults"]):
+            fault["fix"] = d["faults"][i % 3]["fix"]
+
+    def flat_reading(d):
+        reading = d["faults"][0]["metrics"][1]
+        reading["faulty"] = reading["healthy"]
+
+    cases = [
+        (three_fixes, "domain.faults", "usual_fixes"),
+        (flat_reading, "domain.faults[0].metrics[1]", "reading_moves"),
+        # Nothing depends on the ingress: a fault only it can have never sits upstream of an alert.
+        (lambda d: d["faults"][0].update(applies_to=["ingress"]), "domain.faults[0].applies_to", "upstream_kinds"),
+    ]
+    for mutate, path, code in cases:
+        assert code in _broken_rules(mutate).get(path, set()), (path, code)
+    assert {r.code for r in get_family("diagnosis").domain.RULES} == {code for _, _, code in cases}
+
+
 def test_a_draft_fault_id_or_fix_spelled_with_hyphens_becomes_the_identifier_it_means():
     from openadapt.families.diagnosis.domain import DiagnosisDomain
 

@@ -481,41 +481,83 @@ def test_domain_errors_name_the_field():
     def duplicate_item(d):
         d["items"][3]["id"] = d["items"][0]["id"]
 
-    def no_critical(d):
-        for item in d["items"]:
-            item["critical"] = False
-
-    def single_sourced(d):
-        d["suppliers"] = [s for s in d["suppliers"] if s["id"] not in ("quickpak_direct", "metro_wholesale",
-                                                                      "homecare_brands")]
-
     def bad_placeholder(d):
         d["texts"]["drift_notices"][1] = "{supplier}: orders now take {lead_days} days (was {old})."
-
-    def bad_break(d):
-        d["suppliers"][0]["offers"][0]["price_breaks"][0]["unit_price"] = 12.0
-
-    def huge_minimum(d):
-        d["suppliers"][4]["offers"][0]["min_order"] = 5000
-
-    def short_shelf_life(d):
-        d["items"][7]["shelf_life"] = 8
 
     expected = {
         broken_location: "domain.items[2].location: 'roof_space' is not a defined location",
         broken_offer: "domain.suppliers[1].offers[0].item: 'bubble_wrap' is not a defined item",
         duplicate_item: "domain.items[3].id: 'stretch_film_500' is already used by domain.items[0]",
-        no_critical: "domain.items: has 0 item(s); at least 1 are needed critical",
-        single_sourced: "domain.suppliers: has 1 item(s); at least 2 are needed items offered by two or more",
         bad_placeholder: "domain.texts.drift_notices[1]: unknown placeholder(s) {lead_days}",
-        bad_break: "domain.suppliers[0].offers[0].price_breaks[0].unit_price",
-        huge_minimum: "domain.suppliers[4].offers[0].min_order: 5000 units is more than 6 days",
-        short_shelf_life: "domain.suppliers[7].offers[0].item: greek_yogurt_4pk keeps 8 days",
     }
     for mutate, message in expected.items():
         problems = _problems(mutate)
         assert any(p.startswith(message) for p in problems), (mutate.__name__, problems)
     assert any(p.startswith("domain.texts.drift_notices[1]: must contain {days}") for p in _problems(bad_placeholder))
+
+
+def _broken_rules(mutate) -> dict[str, set[str]]:
+    data = yaml.safe_load(FAMILY.examples()["warehouse_restocking"].read_text())
+    mutate(data)
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for p in err.value.problems:
+        if p.rule is not None:
+            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules
+
+
+def _set(path: str, value):
+    """A mutation setting `path` ('suppliers.0.offers.0.min_order') of the domain's data to `value`."""
+    *parents, last = [int(k) if k.isdigit() else k for k in path.split(".")]
+
+    def mutate(d):
+        for key in parents:
+            d = d[key]
+        d[last] = value
+    return mutate
+
+
+def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told():
+    def without_label_sellers(d):  # the thermal labels (items[2]) lose both their sellers
+        d["suppliers"][0]["offers"].pop(2)
+        del d["suppliers"][2]
+
+    def four_label_sellers(d):
+        for s in (1, 4):
+            d["suppliers"][s]["offers"].append({"item": "label_roll_thermal", "unit_price": 14.0, "min_order": 12})
+
+    def single_sourced(d):
+        d["suppliers"] = [s for s in d["suppliers"] if s["id"] not in ("quickpak_direct", "metro_wholesale",
+                                                                      "homecare_brands")]
+
+    def two_active(d):  # the third supplier sells only an item the domain does not keep
+        d["suppliers"] = d["suppliers"][:3]
+        d["suppliers"][2]["offers"][0]["item"] = "bubble_wrap"
+
+    offer = "domain.suppliers[0].offers[0]"
+    cases = [
+        # No critical item, then none that is not: an episode plans one critical item and two others.
+        (lambda d: [item.update(critical=False) for item in d["items"]], "domain.items", "critical_mix"),
+        (lambda d: [item.update(critical=True) for item in d["items"][1:]], "domain.items", "critical_mix"),
+        (without_label_sellers, "domain.items[2]", "sellers_per_item"),
+        (four_label_sellers, "domain.items[2]", "sellers_per_item"),
+        (single_sourced, "domain.suppliers", "two_sellers"),
+        (two_active, "domain.suppliers", "active_suppliers"),
+        (_set("suppliers.4.offers.0.min_order", 5000), "domain.suppliers[4].offers[0].min_order", "min_order_size"),
+        (_set("suppliers.0.offers.0.price_breaks.0.unit_price", 12.0), f"{offer}.price_breaks[0].unit_price",
+         "price_breaks"),
+        (_set("suppliers.0.offers.0.price_breaks.0.min_quantity", 60), f"{offer}.price_breaks[0].min_quantity",
+         "price_breaks"),
+        # The yogurt keeps 8 days; alpine_dairy's lead time 2 + delay 1 + drift 3 + 6 usable needs 12.
+        (_set("items.7.shelf_life", 8), "domain.suppliers[7].offers[0].item", "shelf_life"),
+    ]
+    for mutate, path, code in cases:
+        assert code in _broken_rules(mutate).get(path, set()), (path, code)
+    declared = {r.code for r in FAMILY.domain.RULES}
+    assert declared == {code for _, _, code in cases}  # every declared rule is broken above
 
 
 def test_schema_errors_name_the_field_too():

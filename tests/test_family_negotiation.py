@@ -433,18 +433,49 @@ def test_a_duplicate_names_the_field():
     assert "already used" in problems["domain.personas[3].id"]
 
 
-def test_a_domain_too_small_for_the_tiers_names_the_field():
+def _broken_rules(mutate) -> dict[str, set[str]]:
+    """The declared rules the example breaks once `mutate`d, by path; each problem in the words the designer was
+    told before it wrote the fields."""
     data = _example_data()
-    for issue in data["issues"][1:]:
-        issue.pop("constraint", None)
-    problems = _problems(data)
-    assert "at least 2" in problems["domain.issues"] and "ECI 4" in problems["domain.issues"]
+    mutate(data)
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for p in err.value.problems:
+        if p.rule is not None:
+            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules
+
+
+def _same_weights(data):
+    for persona in data["personas"]:
+        persona["weights"] = dict(data["personas"][0]["weights"])
+
+
+def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told():
+    # One constraint left: ECI 4-5 would always hide the same limit.
+    assert _broken_rules(lambda d: [i.pop("constraint", None) for i in d["issues"][1:]])["domain.issues"] == {
+        "constrained_issues"}
+    # 10..56 in steps of 23: a whole number of steps, but two of them leave nothing to bargain over.
+    assert _broken_rules(lambda d: d["issues"][1].update(step=23))["domain.issues[1].step"] == {"grid_steps"}
+    # A limit outside the range 12..48: the list terms could not lie beyond it.
+    assert _broken_rules(lambda d: d["issues"][3].update(limit=[10, 20]))["domain.issues[3].limit"] == {
+        "limit_inside_range"}
+    # Every persona puts the same term first: the counterpart's priorities would not vary with the seed.
+    assert "top_priorities" in _broken_rules(_same_weights)["domain.personas"]
+    # A reservation above what the agent's strictest limits leave the counterpart: no deal possible.
+    assert _broken_rules(lambda d: d["personas"][0].update(reservation=[0.6, 0.7]))[
+        "domain.personas[0].reservation"] == {"room_for_a_deal"}
+
+
+def test_a_domain_too_small_for_the_tiers_names_the_field():
     data = _example_data()
     data["messages"]["final"] = data["messages"]["final"][:1]
     assert "domain.messages.final" in _problems(data)
     data = _example_data()
-    data["issues"][1]["step"] = 5  # 10..56 in steps of 5: not a whole number of steps, and too coarse
-    assert "steps" in _problems(data)["domain.issues[1].step"]
+    data["issues"][1]["step"] = 0.3  # 10..56 in steps of 0.3: not a whole number of steps
+    assert "whole number of steps" in _problems(data)["domain.issues[1].step"]
 
 
 def test_a_bad_placeholder_names_the_field():
@@ -460,13 +491,7 @@ def test_a_bad_placeholder_names_the_field():
     assert "must not contain a number" in problems["domain.issues[2].constraint.hint"]  # it would give the bound away
 
 
-def test_a_domain_without_room_for_a_deal_names_the_field():
-    data = _example_data()
-    data["personas"][0]["reservation"] = [0.6, 0.7]
-    data["issues"][3]["limit"] = [10, 20]  # outside the range 12..48
-    problems = _problems(data)
-    assert "no room for a deal" in problems["domain.personas[0].reservation"]
-    assert "strictly inside" in problems["domain.issues[3].limit"]
+def test_an_issue_named_like_an_action_field_is_refused():
     data = _example_data()
     data["issues"][3]["id"] = "message"  # an action field of the family's own
     for persona in data["personas"]:

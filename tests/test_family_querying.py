@@ -296,6 +296,56 @@ def _table(data, name):
     return next(t for t in data["tables"] if t["name"] == name)
 
 
+def _broken_rules(family, change) -> dict[str, set[str]]:
+    """The declared rules the example breaks once `change`d, by path; each problem in the words the designer was
+    told before it wrote the fields."""
+    data = copy.deepcopy(family.load_example("sales_database").model_dump(mode="json"))
+    change(data)
+    with pytest.raises(DomainError) as info:
+        family.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for problem in info.value.problems:
+        if problem.rule is not None:
+            assert problem.message.startswith(family.domain.rule(problem.rule).says)
+            rules.setdefault(problem.path, set()).add(problem.rule)
+    return rules
+
+
+def _columns(data, table, *names):
+    return [c for c in _table(data, table)["columns"] if c["name"] in names]
+
+
+def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told(family):
+    # Question 4 reads products' category and list_price only.
+    def unrenamed_prices(d):
+        _table(d, "products")["renames"] = []
+        for c in _columns(d, "products", "category", "list_price"):
+            c["renames"] = []
+    assert _broken_rules(family, unrenamed_prices) == {"domain.questions[4]": {"question_renames"}}
+
+    def no_unit_for_prices(d):
+        for c in _columns(d, "products", "list_price"):
+            c["unit"] = None
+    assert _broken_rules(family, no_unit_for_prices) == {"domain.questions[4]": {"question_hidden"}}
+    # Question 5 reads customers' region only, which has no decoy: the stale copy was its one distractor.
+    assert _broken_rules(family, lambda d: _table(d, "customers").update(stale=None)) == {
+        "domain.questions[5]": {"question_distractors"}}
+
+    def one_distractor(d):
+        for t in d["tables"]:
+            t["stale"] = t["stale"] if t["name"] == "customers" else None
+            for c in t["columns"]:
+                c["decoy"] = None
+    assert "distractors" in _broken_rules(family, one_distractor)["domain.tables"]
+
+    def soft_deletes_only(d):
+        for t in d["tables"]:
+            t["split"] = None
+            for c in t["columns"]:
+                c["unit"] = None
+    assert "hidden_kinds" in _broken_rules(family, soft_deletes_only)["domain.tables"]
+
+
 def test_broken_reference_names_its_field(family):
     problems = _broken(family, lambda d: _table(d, "orders")["columns"][1].update(ref="clients_v2"))
     assert "clients_v2" in problems["domain.tables[3].columns[1].ref"]
@@ -329,8 +379,9 @@ def test_domain_too_small_for_a_tiers_mechanics(family):
             t["split"] = None
             for c in t["columns"]:
                 c["decoy"] = None
-    problems = _broken(family, strip)
-    assert "ECI 3" in problems["domain.questions[0]"] or "ECI 4" in problems["domain.questions[0]"]
+    rules = _broken_rules(family, strip)
+    assert {"question_distractors", "question_hidden"} <= rules["domain.questions[0]"]
+    assert {"distractors", "hidden_kinds"} <= rules["domain.tables"]
 
     def no_hidden_for_prices(d):
         _table(d, "products")["stale"] = None
@@ -338,8 +389,7 @@ def test_domain_too_small_for_a_tiers_mechanics(family):
             t["soft_delete"] = None
         for c in _table(d, "products")["columns"]:
             c["unit"] = None
-    problems = _broken(family, no_hidden_for_prices)
-    assert "no hidden constraint" in problems["domain.questions[4]"] and "ECI 4" in problems["domain.questions[4]"]
+    assert "question_hidden" in _broken_rules(family, no_hidden_for_prices)["domain.questions[4]"]
     problems = _broken(family, lambda d: d.update(questions=d["questions"][:4]))
     assert "domain.questions" in problems
 

@@ -679,6 +679,20 @@ def _edit(change):
     return _problems(data)
 
 
+def _broken_rules(change) -> dict[str, set[str]]:
+    """The declared rules (`ReportDomain.RULES`) the changed seed domain breaks, by path."""
+    data = copy.deepcopy(_seed_data())
+    change(data)
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for p in err.value.problems:
+        if p.rule is not None:
+            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules
+
+
 def test_a_broken_reference_names_the_field():
     problems = _edit(lambda d: d["metrics"][0].update(of=["loan_advance"]))
     assert "is not a defined category" in problems["domain.metrics[0].of[0]"]
@@ -696,16 +710,28 @@ def test_a_duplicate_names_the_field():
 
 
 def test_a_domain_too_small_for_a_tiers_mechanics_names_the_field():
-    problems = _edit(lambda d: d.update(kpis=d["kpis"][:3]))
-    assert "retired" in problems["domain.kpis"]  # ECI 3 lists spare KPI definitions as retired rows
+    # ECI 3 lists spare KPI definitions as retired rows: kpi_rows + 2 at least, a count a designer can top up to
+    assert _broken_rules(lambda d: d.update(kpis=d["kpis"][:3])) == {"domain.kpis": {"spare_kpis"}}
     problems = _edit(lambda d: d.update(mailboxes=["reports", "finance"]))
     assert "retired primary" in problems["domain.mailboxes"]
-    problems = _edit(lambda d: d.update(metrics=[d["metrics"][2]]))
-    assert "house style" in problems["domain.metrics"]  # ECI 4's amount style must change something
     problems = _edit(lambda d: d.update(subject_names=d["subject_names"][:9]))
     assert "at least 10" in problems["domain.subject_names"]
     problems = _edit(lambda d: d["statuses"].update(excluded=[]))
     assert "domain.statuses.excluded" in problems  # ECI 3's excluded-status distractors
+
+
+def test_a_domain_that_breaks_a_declared_rule_names_it():
+    # Only a count among the metrics: ECI 4's house style for amounts would change nothing in the summary task.
+    assert _broken_rules(lambda d: d.update(metrics=[d["metrics"][2]]))["domain.metrics"] == {"amount_metric"}
+    # An amount finer than the measure's decimals, or too large for whole minor units.
+    assert _broken_rules(lambda d: d["categories"][0].update(amount=[5000.001, 9000]))[
+        "domain.categories[0].amount[0]"] == {"amount_decimals"}
+    assert _broken_rules(lambda d: d["categories"][1].update(amount=[200.0, 2e10]))[
+        "domain.categories[1].amount[1]"] == {"amount_decimals"}
+    # The same amounts break the rule once the measure counts whole units: it reads both fields.
+    whole = _broken_rules(lambda d: d["record_table"]["measure"].update(decimals=0) or d["categories"][2].update(
+        amount=[10.5, 500.0]))
+    assert whole == {"domain.categories[2].amount[0]": {"amount_decimals"}}
 
 
 def test_a_bad_placeholder_names_the_field():
@@ -722,8 +748,6 @@ def test_other_domain_errors_name_the_field():
     assert "Latin-1" in problems["domain.subject_names[2]"]
     problems = _edit(lambda d: d["categories"][2].update(per_period=[0, 3]))
     assert "greater than or equal to 1" in problems["domain.categories[2].per_period[0]"]  # the schema's bound
-    problems = _edit(lambda d: d["categories"][0].update(amount=[5000.001, 9000]))
-    assert "decimal" in problems["domain.categories[0].amount[0]"]
     problems = _edit(lambda d: d.update(kpi_rows=7))
     assert "domain.kpi_rows" in problems  # a schema error, with its path too
     problems = _edit(lambda d: d["kpis"][0].update(against=[]))

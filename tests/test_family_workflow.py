@@ -726,6 +726,18 @@ def _problems(data):
     return problems
 
 
+def _broken_rules(data) -> dict[str, set[str]]:
+    """The declared rules (`WorkflowDomain.RULES`) the domain breaks, by path."""
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    rules: dict[str, set[str]] = {}
+    for p in err.value.problems:
+        if p.rule is not None:
+            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules
+
+
 def test_every_example_domain_is_valid():
     assert set(FAMILY.examples()) >= {"enterprise_workflow", "it_service_desk"}
     for name in FAMILY.examples():
@@ -758,17 +770,32 @@ def test_a_domain_too_small_for_the_tiers_names_its_field():
     data = _seed_data()
     data["staff_names"] = data["staff_names"][:10]
     data["scenarios"][0]["skills"].append({"name": "partner_ops", "categories": ["co_marketing"]})
-    problems = _problems(data)  # four skills need twelve colleagues on the chaos tiers
-    assert "at least 12" in problems["domain.staff_names"]
+    # four skills need twelve colleagues on the chaos tiers: a rule across two fields, sized for a designer
+    assert _broken_rules(copy.deepcopy(data)) == {"domain.staff_names": {"team_per_skill"}}
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    assert next(p.minimum for p in err.value.problems if p.rule == "team_per_skill") == 12
     data = _seed_data()
     data["scenarios"][3]["skills"] = [{"name": "support", "categories": ["damaged_item", "goodwill_request",
                                                                          "price_match"]},
                                       {"name": "fraud", "categories": ["chargeback", "fraud_suspected"]}]
     data["scenarios"][3]["escalate_categories"] = ["fraud_suspected", "chargeback", "damaged_item"]
-    assert "at least 6" in _problems(data)["domain.scenarios[3].skills"]
+    # five categories in all: once ECI 4 draws two to escalate and one to defer, hands-on work has two left
+    assert _broken_rules(data) == {"domain.scenarios[3].skills": {"scenario_categories"}}
     data = _seed_data()
     data["scenarios"][0]["escalate_categories"] = ["legal_threat", "discount_request"]  # ECI 4 needs a choice
     assert "domain.scenarios[0].escalate_categories" in _problems(data)
+
+
+def test_a_scenario_with_too_few_categories_breaks_the_rule_it_was_told():
+    data = _seed_data()
+    account_exec = data["scenarios"][0]["skills"][0]
+    account_exec["categories"] = ["partnership_inquiry", "feature_wishlist"]  # six categories in all: enough
+    FAMILY.parse_domain(copy.deepcopy(data))
+    account_exec["categories"] = ["feature_wishlist", "discount_request"]  # finance's: six listed, five different
+    # the repeat counts once (and is named where it is)
+    assert _broken_rules(data) == {"domain.scenarios[0].skills": {"scenario_categories"}}
+    assert "already handled" in _problems(data)["domain.scenarios[0].skills[1].categories[0]"]
 
 
 def test_bad_placeholders_name_their_field():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,18 @@ CustomOpt = Annotated[bool, typer.Option("--custom", help="with an endpoint: wri
 MaxTokensOpt = Annotated[int | None, typer.Option(metavar="N", min=1, help="with an endpoint: the most tokens one "
                                                  "reply may hold (default 8192; a custom-mechanics package needs "
                                                  "room for all its files)")]
+
+
+class DesignMode(StrEnum):
+    auto = "auto"
+    pieces = "pieces"
+    whole = "whole"
+
+
+DesignModeOpt = Annotated[DesignMode, typer.Option(
+    "--design-mode", help="how the domain is written: whole (the whole domain per request, every rule stated: "
+                          "capable models), pieces (small constrained requests: small models); auto is whole for an "
+                          "endpoint, pieces for the embedded model")]
 ExampleOpt = Annotated[str | None, typer.Option(metavar="FAMILY:EXAMPLE", help="publish a family's own example "
                                                 "domain, labelled as such (`openadapt families` lists them)")]
 
@@ -47,8 +60,8 @@ def generate(
     sandbox: SandboxOpt = "auto",
     local_model: LocalModelOpt = None, threads: ThreadsOpt = None, seed: SeedOpt = None,
     temperature: TemperatureOpt = None, base_url: BaseUrlOpt = None, model: EndpointModelOpt = None,
-    custom: CustomOpt = False, max_tokens: MaxTokensOpt = None, example: ExampleOpt = None,
-    as_json: JsonOpt = False,
+    custom: CustomOpt = False, design_mode: DesignModeOpt = DesignMode.auto, max_tokens: MaxTokensOpt = None,
+    example: ExampleOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Design an environment package for TASK, validate it in the sandbox, repair it from the validator's feedback,
     and publish it under generated_envs/.
@@ -62,6 +75,7 @@ def generate(
     from openadapt.designer.generate import generate as run_generate
 
     options = {k: v for k, v in ctx.params.items() if k not in ("as_json", "output", "time_limit")}
+    options["design_mode"] = design_mode.value
     request = GenerateRequest.from_options(output_root=output, time_limit_s=None if time_limit is None else
                                            time_limit * 60, **options)
     with Progress() as progress:  # on stderr: stdout stays the one result, JSON or table

@@ -100,12 +100,13 @@ class FamilyChoice(BaseModel):
     method: str  # how the choice was made (recorded in provenance)
     scores: dict[str, float] = Field(default_factory=dict)  # per family, by `method`
     reason: str = ""
-    mechanic: TaskMechanic
+    mechanic: TaskMechanic | None = None  # what the task is about, where the designer asked (the pieces do)
     fit: float | None = None  # the local model's: how far its closest family fits the task (`FIT_FLOOR`)
 
     def note(self) -> dict[str, Any]:
         return {"family": self.family, "method": self.method, "reason": self.reason,
-                "scores": {k: round(v, 3) for k, v in self.scores.items()}, "mechanic": self.mechanic.model_dump(),
+                "scores": {k: round(v, 3) for k, v in self.scores.items()},
+                **({"mechanic": self.mechanic.model_dump()} if self.mechanic else {}),
                 **({"fit": round(self.fit, 3)} if self.fit is not None else {})}
 
 
@@ -136,9 +137,10 @@ def _pick_messages(menu: str, task: str) -> list[dict[str, str]]:
             {"role": "user", "content": f"The task:\n> {task}\n\nWhich one family models this task faithfully?"}]
 
 
-def choose_family(backend: ChatBackend, task: str, families: list[Family],
-                  deadline: Deadline = NO_DEADLINE) -> tuple[FamilyChoice, Session]:
-    """The family for a task, and the session that described its mechanic.
+def choose_family(backend: ChatBackend, task: str, families: list[Family], deadline: Deadline = NO_DEADLINE,
+                  describe: bool = True) -> tuple[FamilyChoice, Session]:
+    """The family for a task, and the session that described its mechanic (`describe`; the whole-domain designer
+    does without) and counts every request made here.
 
     With a backend that exposes next-token log-probabilities (the local model), the family is the name the
     model is most likely to answer, calibrated against a content-free task (contextual calibration: a small
@@ -149,6 +151,7 @@ def choose_family(backend: ChatBackend, task: str, families: list[Family],
     scores: dict[str, float] = {}
     reason = ""
     deadline.check()
+    session = Session(backend, [{"role": "system", "content": SYSTEM}], order=["mechanic"], deadline=deadline)
     fit = None
     if hasattr(backend, "option_logprobs"):
         menu, options = family_menu(families, with_none=True), [*names, "none"]
@@ -169,16 +172,16 @@ def choose_family(backend: ChatBackend, task: str, families: list[Family],
         menu = family_menu(families, with_none=True)
         enum = create_model("FamilyPick", __base__=FamilyPick,
                             family=(typing.Literal[tuple(names + ["none"])], Field(description="the family")))
-        pick = Session(backend, [{"role": "system", "content": menu}], deadline=deadline).ask(
+        pick = Session(backend, [{"role": "system", "content": menu}], deadline=deadline, usage=session.usage,
+                       completions=session.completions).ask(
             f"The task:\n> {task}\n\nWhich one family models this task faithfully? Answer as JSON with `reason` "
             "(one sentence) then `family` (a name above, or none).", enum, max_tokens=160)
         chosen, method = (None if pick.family == "none" else pick.family), "constrained choice with a reason"
         scores, reason = {n: float(n == pick.family) for n in names}, pick.reason
-    session = Session(backend, [{"role": "system", "content": SYSTEM}], order=["mechanic"], deadline=deadline)
     mechanic = session.ask(
         f"The task:\n> {task}\n\nDescribe the core of this task as JSON: `world` (the setting in a few words), "
         "`agent_does` (what the agent does, in one sentence), `succeeds_when` (what counts as success).",
-        TaskMechanic, max_tokens=220, key="mechanic")
+        TaskMechanic, max_tokens=220, key="mechanic") if describe else None
     if chosen is not None and not reason:
         family = next(f for f in families if f.name == chosen)
         reason = session.ask(f"In one sentence: why does the `{chosen}` family ({family.summary}) model this task?",
@@ -295,7 +298,7 @@ class FamilyDomainDesigner(PieceRepairs):
         except OutOfTime:
             brief, asked = None, None
         notes["brief"] = brief
-        self._session = self._domain_session(choice, brief)
+        self._session = self._domain_session(choice, brief, session)
         if asked is not None:
             self._session.record(asked, "brief", aside=True)
         self._usage_mark = Usage()
@@ -328,7 +331,9 @@ class FamilyDomainDesigner(PieceRepairs):
         return self._candidate({"choice": self.choice.note() if self.choice else None, "redesign": attempt}, started)
 
     # -- internals --
-    def _domain_session(self, choice: FamilyChoice, brief: str | None) -> Session:
+    def _domain_session(self, choice: FamilyChoice, brief: str | None, chosen: Session) -> Session:
+        """The conversation the pieces are written in; it goes on counting the requests of `chosen` (the
+        family choice's)."""
         family, example = self._family, self._example
         expert = (f"What an expert of this world says about it (write this world from it, never from the "
                   f"example's):\n{brief}\n\n" if brief else "")
@@ -342,8 +347,8 @@ class FamilyDomainDesigner(PieceRepairs):
                    f"example of a domain of the same family for ANOTHER world (never copy its names or texts):\n"
                    f"{trimmed_example(example)}")
         return Session(self.backend, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": context},
-                                      {"role": "assistant", "content": "{\"ready\": true}"}], usage=Usage(),
-                       deadline=self.deadline)
+                                      {"role": "assistant", "content": "{\"ready\": true}"}], usage=chosen.usage,
+                       completions=chosen.completions, deadline=self.deadline)
 
     def _start_pieces(self) -> None:
         self._session.order = [p.path for p in self._pieces]
@@ -534,14 +539,16 @@ class FamilyDomainDesigner(PieceRepairs):
             why = "".join(f"# - {' '.join(str(p).split())}\n" for p in problems[:12])
             return Candidate(problems=[str(p) for p in problems[:12]], usage=self._attempt_usage(), notes=notes,
                              draft=f"# The domain as drafted; it did not parse:\n{why}{draft}")
-        domain = self._family.parse_domain(self._draft())
-        section = self._family.section(task=self.task)
-        header = (f"Domain of {self.name} (family {self._family.ref}), designed by {self.info.model} for the task:\n"
-                  f"{self.task}")
-        readme = design_readme(self.name, self.task, self._family, domain, self.info)
-        files = family_package(self.name, section, dump_domain(domain, header=header), readme,
-                               tags=("openadapt", "generated"), task_distribution=task_distribution(self.info))
+        files = family_files(self.name, self.task, self._family, self._family.parse_domain(self._draft()), self.info)
         return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
+
+
+def family_files(name: str, task: str, family: Family, domain: Domain, info: DesignerInfo) -> dict[str, str]:
+    """The package of a designed domain: its domain.yaml, README and the family's rendered boilerplate."""
+    header = f"Domain of {name} (family {family.ref}), designed by {info.model} for the task:\n{task}"
+    return family_package(name, family.section(task=task), dump_domain(domain, header=header),
+                          design_readme(name, task, family, domain, info), tags=("openadapt", "generated"),
+                          task_distribution=task_distribution(info))
 
 
 def _described_phrase(problem: DomainProblem) -> tuple[str, str] | None:

@@ -14,6 +14,7 @@ import secrets
 import shutil
 import time
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,10 +31,12 @@ from openadapt.designer.local.backend import LocalSettings
 from openadapt.designer.loop import Progress, run_design
 from openadapt.designer.naming import NAME, PackageName, looks_english, name_package
 from openadapt.designer.provenance import Provenance
+from openadapt.designer.whole import WholeDomainDesigner
 from openadapt.envpkg.render import content_digest, template_versions
 from openadapt.errors import UsageError, settings_error
 from openadapt.sandbox import SandboxChoice
 
+DesignMode = Literal["auto", "pieces", "whole"]
 FAILED_DIR = ".failed"
 STAGING_DIR = ".staging"
 MAX_TASK_CHARS = 4000
@@ -56,6 +59,10 @@ class GenerateRequest(BaseModel):
     local: LocalSettings | None = Field(default=None, description="the embedded model's settings (None: defaults)")
     example: str | None = Field(default=None, description="FAMILY:EXAMPLE: publish that family example")
     custom: bool = Field(default=False, description="an endpoint LLM writes custom mechanics, skipping families")
+    design_mode: DesignMode = Field(default="auto", description=(
+        "how a family domain is written: 'pieces' (small constrained requests, for small models), 'whole' (the "
+        "whole domain per request with every rule stated, for capable models), 'auto' (whole for an endpoint, "
+        "pieces for the embedded model)"))
     time_limit_s: float | None = Field(default=None, gt=0, description="no model request or attempt starts after "
                                        "this many seconds (None: attempts alone bound the run)")
 
@@ -146,7 +153,7 @@ def check_destination(request: GenerateRequest, name: str) -> Path:
 class FamilyThenCustom:
     """A family domain first; where no family fits, an endpoint LLM writes custom mechanics instead."""
 
-    def __init__(self, family: FamilyDomainDesigner, custom: CustomDesigner):
+    def __init__(self, family: FamilyDomainDesigner | WholeDomainDesigner, custom: CustomDesigner):
         self.family, self.custom = family, custom
         self.active: Designer = family
 
@@ -195,14 +202,14 @@ def choose_designer(request: GenerateRequest, task: str, backend: ChatBackend | 
     """The designer this request gets, writing with `backend`."""
     if request.example is not None:
         return ExampleDesigner(request.example, name)
-    if request.llm is not None:
-        custom = CustomDesigner(backend, name, task, prompting)
-        if request.custom:
-            return custom
-        family = FamilyDomainDesigner(backend, name, task, progress=progress, kind="openai-compatible",
-                                      deadline=deadline)
-        return FamilyThenCustom(family, custom)
-    return FamilyDomainDesigner(backend, name, task, progress=progress, deadline=deadline)
+    kind = "local" if request.llm is None else "openai-compatible"
+    whole = request.design_mode == "whole" or (request.design_mode == "auto" and request.llm is not None)
+    family = (WholeDomainDesigner if whole else FamilyDomainDesigner)(backend, name, task, progress=progress,
+                                                                       kind=kind, deadline=deadline)
+    if request.llm is None:
+        return family
+    custom = CustomDesigner(backend, name, task, prompting)
+    return custom if request.custom else FamilyThenCustom(family, custom)
 
 
 def _load_progress(progress: Progress | None):

@@ -25,6 +25,7 @@ from openadapt.errors import UsageError
 __all__ = ["Completion", "LLMClient", "LLMConfig", "LLMError", "Usage"]
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+MAX_BACKOFF_S = 30.0  # exponential backoff, capped: many retries (a slow stand-in endpoint) wait minutes, not hours
 
 
 class LLMConfig(BaseModel):
@@ -122,7 +123,7 @@ class LLMClient:
                     # Network and queueing included: an endpoint does not report its generation time.
                     tokens_per_s=round(completion_tokens / duration, 2) if duration > 0 and completion_tokens else None,
                 )
-            time.sleep(self.config.backoff_s * 2**attempt)
+            time.sleep(min(MAX_BACKOFF_S, self.config.backoff_s * 2**attempt))
         raise AssertionError("unreachable")
 
     def _response_format(self, schema: dict) -> dict:

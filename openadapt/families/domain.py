@@ -106,9 +106,11 @@ class Rule:
     reads: tuple[str, ...]  # the domain's own fields it reads
     says: str  # one sentence a designer can act on
 
-    def broken(self, path: str, found: str) -> DomainProblem:
-        """The problem when this rule does not hold; `found` says what the domain has instead."""
-        return DomainProblem(path=path, code=Code.VARIETY, rule=self.code, message=f"{self.says} This domain: {found}.")
+    def broken(self, path: str, found: str, minimum: int | None = None) -> DomainProblem:
+        """The problem when this rule does not hold; `found` says what the domain has instead. With `minimum`, the
+        list at `path` is short of that many items (TOO_FEW: a designer can size or top up that list)."""
+        return DomainProblem(path=path, code=Code.VARIETY if minimum is None else Code.TOO_FEW, minimum=minimum,
+                             rule=self.code, message=f"{self.says} This domain: {found}.")
 
 
 class DomainError(UsageError):

@@ -20,17 +20,18 @@ from openadapt.families.domain import (
     DomainPart,
     DomainProblem,
     Reference,
+    Rule,
     bad_placeholders,
     dependency_cycle,
     duplicates,
     identifier_problems,
     missing_placeholders,
     names_differ,
-    too_few,
 )
 
 # Placeholders the engine fills in log lines (besides {component}/{dependency} where stated).
 NUMBER_PLACEHOLDERS = ("n", "pct", "m", "build", "date")
+MIN_FIXES = 4  # distinct usual fixes among the faults (rule `usual_fixes`)
 
 
 class Component(DomainPart):
@@ -128,6 +129,18 @@ class DiagnosisDomain(Domain):
     KEYS = {"components": "name", "faults": "id"}
     NAMED_LINES = {"symptom_lines": {"component": "components", "dependency": "components"}}
     VARIED_KEYS = frozenset({"components", "faults"})
+    # The dependency chain three deep is `min_chain` of the depends_on reference, not a rule here.
+    RULES = (
+        Rule("usual_fixes", ("faults",),
+             f"The faults have at least {MIN_FIXES} different usual fixes (`fix`), so that guessing the most common "
+             "fix is not enough."),
+        Rule("reading_moves", ("faults",),
+             "Each reading of a fault (`metrics`) has a faulty value different from its healthy one: the metrics "
+             "tool shows the fault only by that change."),
+        Rule("upstream_kinds", ("faults", "components"),
+             "A fault that names kinds (`applies_to`) names at least one kind of a component that another component "
+             "depends on: from ECI 3 the alert fires on a component downstream of the faulty one."),
+    )
     REFERENCES = {"components.depends_on": Reference("components.name", later_only=True, min_chain=3),
                   "faults.applies_to": Reference("components.kind")}
 
@@ -253,9 +266,8 @@ class DiagnosisDomain(Domain):
                                            message=f"{kind!r} is not the kind of any component ({sorted(kinds)})"))
             eligible = [c for c in self.components if not fault.applies_to or c.kind in fault.applies_to]
             if fault.applies_to and not any(self._has_dependents(c.name) for c in eligible):
-                p.append(DomainProblem(path=f"{at}.applies_to", message=(
-                    "no component of these kinds has anything depending on it, so this fault could never be "
-                    "found upstream of an alert")))
+                p.append(self.rule("upstream_kinds").broken(
+                    f"{at}.applies_to", f"nothing depends on a component of kinds {fault.applies_to}"))
             allowed = ("component", *NUMBER_PLACEHOLDERS)
             for j, line in enumerate(fault.evidence):
                 p += bad_placeholders(line, allowed, f"{at}.evidence[{j}]")
@@ -270,8 +282,8 @@ class DiagnosisDomain(Domain):
             p += duplicates(fault.metrics, "name", f"{at}.metrics")
             for j, metric in enumerate(fault.metrics):
                 if abs(metric.faulty - metric.healthy) < 1e-9:
-                    p.append(DomainProblem(path=f"{at}.metrics[{j}]",
-                                           message="healthy and faulty values are equal: the reading shows nothing"))
+                    p.append(self.rule("reading_moves").broken(
+                        f"{at}.metrics[{j}]", f"healthy and faulty values are equal ({metric.healthy:g})"))
             p += bad_placeholders(fault.constraint.note, ("component",), f"{at}.constraint.note")
             if fault.constraint.fix == fault.fix:
                 p.append(DomainProblem(path=f"{at}.constraint.fix",
@@ -285,8 +297,9 @@ class DiagnosisDomain(Domain):
                 p.append(DomainProblem(path=f"{at}.constraint.note",
                                        message=f"must name the fix it calls for ({fault.constraint.fix!r})"))
         p += self._line_problems()
-        p += too_few(list(dict.fromkeys(f.fix for f in self.faults)), 4, "domain.faults",
-                     "distinct usual fixes, so that guessing a fix is not enough")
+        usual = sorted({f.fix for f in self.faults})
+        if len(usual) < MIN_FIXES:
+            p.append(self.rule("usual_fixes").broken("domain.faults", f"{len(usual)} ({', '.join(usual)})"))
         p += names_differ(self.tools.model_dump(), "domain.tools", "tool names")
         return p
 

@@ -20,15 +20,15 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Rule,
     bad_placeholders,
     duplicates,
     name_field,
-    too_few,
     unknown_ref,
 )
 
 ITEMS_PER_EPISODE = 3  # items in play in one episode (one of them critical)
-MAX_DRIFT = 3  # periods a drifted lead time can grow by (ECI 5)
+MAX_DRIFT = 3  # periods a drifted lead time can grow by (ECI 3+)
 MAX_SELLERS = 3  # suppliers per item (an honest planner reads each one's notices on ECI 4-5)
 MOQ_PERIODS = 6  # a minimum order may not exceed this many periods of the item's highest average demand
 SHELF_MARGIN = 6  # shelf life must exceed a supplier's worst lead time (with drift) by this many periods
@@ -165,6 +165,29 @@ class ToolNames(DomainPart):
 
 
 class InventoryDomain(Domain):
+    RULES = (
+        Rule("critical_mix", ("items",),
+             f"At least one item is critical and at least {ITEMS_PER_EPISODE - 1} are not: an episode plans one "
+             f"critical item, whose stock-out fails it, and {ITEMS_PER_EPISODE - 1} others."),
+        Rule("sellers_per_item", ("items", "suppliers"),
+             f"Every item is offered by 1 to {MAX_SELLERS} suppliers: an episode orders each item it plans, and on "
+             "ECI 4-5 a careful planner reads every seller's notices within the step budget."),
+        Rule("two_sellers", ("items", "suppliers"),
+             "At least two items are offered by two or more suppliers: choosing between a cheap slow supplier and a "
+             "fast dear one (and switching when a lead time drifts) is part of the task."),
+        Rule("active_suppliers", ("items", "suppliers"),
+             "At least three suppliers offer an item: ECI 5 drifts the lead times of two suppliers in play."),
+        Rule("min_order_size", ("items", "suppliers"),
+             f"An offer's min_order is at most {MOQ_PERIODS} periods of its item's highest average demand (`demand`'s "
+             "high): a larger one would outlast the planning horizon."),
+        Rule("price_breaks", ("suppliers",),
+             "Each price break of an offer is a discount: its min_quantity above the offer's min_order and any "
+             "smaller break's, its unit_price below the list price and any smaller break's."),
+        Rule("shelf_life", ("items", "suppliers"),
+             f"An item with a shelf_life keeps at least each seller's lead_time + max_delay + "
+             f"{MAX_DRIFT + SHELF_MARGIN} periods: from ECI 3 a lead time drifts by up to {MAX_DRIFT}, and stock "
+             f"must stay usable {SHELF_MARGIN} more."),
+    )
     agent_role: str = Field(min_length=5, max_length=100, description=(
         "Who the agent is, e.g. 'the replenishment planner of the Ridgeway distribution centre'."))
     site: str = Field(min_length=3, max_length=80, description=(
@@ -242,55 +265,47 @@ class InventoryDomain(Domain):
                 item = items[offer.item]
                 limit = MOQ_PERIODS * item.demand[1]
                 if offer.min_order > limit:
-                    p.append(DomainProblem(path=f"{at}.min_order", message=(
-                        f"{offer.min_order} units is more than {MOQ_PERIODS} {self.period_noun}s of the item's "
-                        f"highest average demand ({limit:g}): one order would outlast the planning horizon")))
+                    p.append(self.rule("min_order_size").broken(
+                        f"{at}.min_order", f"{offer.min_order} units against {limit:g} ({MOQ_PERIODS} "
+                        f"{self.period_noun}s of {item.id})"))
+                breaks = self.rule("price_breaks")
                 last_qty, last_price = offer.min_order, offer.unit_price
                 for b, brk in enumerate(offer.price_breaks):
                     if brk.min_quantity <= last_qty:
-                        p.append(DomainProblem(path=f"{at}.price_breaks[{b}].min_quantity", message=(
-                            f"{brk.min_quantity} must be above {last_qty} (the minimum order or the previous "
-                            "break)")))
+                        p.append(breaks.broken(f"{at}.price_breaks[{b}].min_quantity",
+                                               f"{brk.min_quantity} after {last_qty}"))
                     if brk.unit_price >= last_price:
-                        p.append(DomainProblem(path=f"{at}.price_breaks[{b}].unit_price", message=(
-                            f"{brk.unit_price:g} must be below {last_price:g} (the list price or the previous "
-                            "break's): a break is a discount")))
+                        p.append(breaks.broken(f"{at}.price_breaks[{b}].unit_price",
+                                               f"{brk.unit_price:g} after {last_price:g}"))
                     last_qty, last_price = brk.min_quantity, brk.unit_price
                 if item.shelf_life is not None:
                     worst = supplier.lead_time + supplier.max_delay + MAX_DRIFT + SHELF_MARGIN
                     if item.shelf_life < worst:
-                        p.append(DomainProblem(path=f"{at}.item", message=(
-                            f"{item.id} keeps {item.shelf_life} {self.period_noun}s but {supplier.id}'s lead "
-                            f"time plus delay ({supplier.lead_time + supplier.max_delay}) leaves too little of "
-                            f"it: shelf life must be at least lead time + delay + {MAX_DRIFT + SHELF_MARGIN} "
-                            "(drift and a usable window)")))
+                        p.append(self.rule("shelf_life").broken(
+                            f"{at}.item", f"{item.id} keeps {item.shelf_life} {self.period_noun}s, {supplier.id} "
+                            f"needs {worst}"))
             for n, notice in enumerate(supplier.notices):
                 p += bad_placeholders(notice, NOTICE_ALLOWED, f"domain.suppliers[{s}].notices[{n}]")
         return p
 
     def _variety_problems(self, items: dict[str, Item]) -> list[DomainProblem]:
         p: list[DomainProblem] = []
+        rule = self.rule
         sellers = self.sellers()
         for i, item in enumerate(self.items):
-            if not sellers[item.id]:
-                p.append(DomainProblem(path=f"domain.items[{i}]", message=(
-                    f"no supplier offers {item.id}: add it to a supplier's offers")))
-            elif len(sellers[item.id]) > MAX_SELLERS:
-                p.append(DomainProblem(path=f"domain.items[{i}]", message=(
-                    f"{item.id} is sold by {len(sellers[item.id])} suppliers; at most {MAX_SELLERS}: on ECI 4-5 a "
-                    "careful planner reads every seller's notices, within the step budget")))
-        critical = [item for item in self.items if item.critical]
-        p += too_few(critical, 1, "domain.items", "critical (critical: true): an episode plans one critical item, "
-                     "whose stock-out fails it")
-        p += too_few([item for item in self.items if not item.critical], ITEMS_PER_EPISODE - 1, "domain.items",
-                     "non-critical: an episode plans one critical item and two others")
-        dual = [item for item in self.items if len(sellers[item.id]) >= 2]
-        p += too_few(dual, 2, "domain.suppliers", "items offered by two or more suppliers: choosing between a "
-                     "cheap slow supplier and a fast dear one (and switching when a lead time drifts) is part of "
-                     "the task")
-        active = [s for s in self.suppliers if any(o.item in items for o in s.offers)]
-        p += too_few(active, 3, "domain.suppliers", "that offer an item: ECI 5 drifts the lead times of two "
-                     "suppliers in play")
+            if not sellers[item.id] or len(sellers[item.id]) > MAX_SELLERS:
+                p.append(rule("sellers_per_item").broken(
+                    f"domain.items[{i}]", f"{item.id} is offered by {len(sellers[item.id])} suppliers"))
+        critical = [item.id for item in self.items if item.critical]
+        others = len(self.items) - len(critical)
+        if not critical or others < ITEMS_PER_EPISODE - 1:
+            p.append(rule("critical_mix").broken("domain.items", f"{len(critical)} critical, {others} not"))
+        dual = [item.id for item in self.items if len(sellers[item.id]) >= 2]
+        if len(dual) < 2:
+            p.append(rule("two_sellers").broken("domain.suppliers", f"two or more sellers for {dual or 'none'}"))
+        active = [s.id for s in self.suppliers if any(o.item in items for o in s.offers)]
+        if len(active) < 3:
+            p.append(rule("active_suppliers").broken("domain.suppliers", f"{active or 'none'}"))
         return p
 
     def _text_problems_of_family(self) -> list[DomainProblem]:

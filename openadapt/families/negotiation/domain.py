@@ -23,6 +23,7 @@ from openadapt.families.domain import (
     DomainPart,
     DomainProblem,
     Reference,
+    Rule,
     bad_placeholders,
     duplicate_values,
     duplicates,
@@ -243,6 +244,24 @@ class NegotiationDomain(Domain):
     REFERENCES = {"personas.weights": Reference("issues.id")}  # a weight for every issue, keyed by its id
     REQUIRED_IN_FIRST = {"issues.constraint": 2}  # `family_problems`: two terms with a hidden constraint
     NO_DIGITS = frozenset({"issues[].constraint.hint"})  # the hint never gives the bound away
+    RULES = (
+        Rule("grid_steps", ("issues",),
+             f"Each issue's range from low to high holds {MIN_GRID_POINTS} to {MAX_GRID_POINTS} steps of its `step`, "
+             "so that there is room to bargain and every offer is a value an agent can type."),
+        Rule("limit_inside_range", ("issues",),
+             "Each issue's limit lies strictly inside (low, high): the counterpart's list terms sit at one end and "
+             "the agent's best terms at the other, both beyond the agent's walk-away limit."),
+        Rule("constrained_issues", ("issues",),
+             "At least two issues have a `constraint`: ECI 4-5 hide a hard limit on a term the seed draws, and a "
+             "single one would be a constant to memorise."),
+        Rule("top_priorities", ("personas",),
+             "With three or more personas, at least two weigh different issues highest, so that the counterpart's "
+             "priorities vary with the seed and are worth asking about."),
+        Rule("room_for_a_deal", ("issues", "personas"),
+             f"Each persona's reservation high end stays at least {ZOPA_MARGIN} below its utility at the agent's "
+             "strictest limits (the weighted share of each issue's range from that limit to the persona's preferred "
+             "end), so that a deal exists."),
+    )
     agent_role: str = Field(min_length=3, max_length=100, description=(
         "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
         "data engineer role'."))
@@ -315,13 +334,12 @@ class NegotiationDomain(Domain):
         for i, persona in enumerate(self.personas):
             p += self._persona_problems(i, persona, ids)
         constrained = [i for i in self.issues if i.constraint is not None]
-        p += too_few(constrained, 2, "domain.issues", "with a `constraint`, so that ECI 4-5 can hide a hard limit "
-                     "on a term the seed varies (one constraint would make it a constant to memorise)")
+        if len(constrained) < 2:
+            p.append(self.rule("constrained_issues").broken(
+                "domain.issues", f"constraints on {[i.id for i in constrained] or 'none'}"))
         tops = {max(ids, key=lambda k, w=persona.weights: w.get(k, 0.0)) for persona in self.personas}
         if len(self.personas) >= 3 and len(tops) < 2:
-            p.append(DomainProblem(path="domain.personas", message=(
-                "every persona cares most about the same term: give at least two personas different top "
-                "priorities, so that the counterpart's priorities vary with the seed and are worth finding out")))
+            p.append(self.rule("top_priorities").broken("domain.personas", f"every persona puts {tops.pop()!r} first"))
         p += self._message_problems()
         names = [("moves", k, v) for k, v in self.moves.model_dump().items()]
         names += [("questions", k, v["name"]) for k, v in self.questions.model_dump().items()]
@@ -349,16 +367,14 @@ class NegotiationDomain(Domain):
             p.append(DomainProblem(path=f"{at}.step", message=(
                 f"the range {issue.low:g}..{issue.high:g} is not a whole number of steps of {issue.step:g}")))
         if not MIN_GRID_POINTS - 1e-6 <= points <= MAX_GRID_POINTS + 1e-6:  # 0.8..1.0 in 0.01 is 19.999...
-            p.append(DomainProblem(path=f"{at}.step", message=(
-                f"{points:.0f} steps between low and high; between {MIN_GRID_POINTS} and {MAX_GRID_POINTS} are needed "
-                "(room to bargain, and offers an agent can type)")))
+            p.append(self.rule("grid_steps").broken(
+                f"{at}.step", f"{points:.0f} steps of {issue.step:g} in {issue.low:g}..{issue.high:g}"))
         lo, hi = issue.limit
         if lo > hi:
             p.append(DomainProblem(path=f"{at}.limit", message=f"[{lo:g}, {hi:g}] is not an increasing range"))
         elif not issue.low < lo or not hi < issue.high:
-            p.append(DomainProblem(path=f"{at}.limit", message=(
-                f"[{lo:g}, {hi:g}] must lie strictly inside ({issue.low:g}, {issue.high:g}): the counterpart's list "
-                "terms sit at one end and the agent's dream terms at the other, both beyond its limit")))
+            p.append(self.rule("limit_inside_range").broken(
+                f"{at}.limit", f"[{lo:g}, {hi:g}] in ({issue.low:g}, {issue.high:g})"))
         for j, line in enumerate(issue.priority_tells):
             p += bad_placeholders(line, ("counterpart",), f"{at}.priority_tells[{j}]")
         if issue.constraint is not None:
@@ -397,10 +413,8 @@ class NegotiationDomain(Domain):
         if not p and set(persona.weights) == set(ids):
             room = self.counterpart_utility_at_strictest_limits(persona) - hi
             if room < ZOPA_MARGIN:
-                p.append(DomainProblem(path=f"{at}.reservation", message=(
-                    f"at the agent's strictest limits this counterpart gets utility "
-                    f"{room + hi:.2f}, within {ZOPA_MARGIN} of its reservation {hi:g}: no room for a deal. Lower the "
-                    "reservation or widen the agent's limits")))
+                p.append(self.rule("room_for_a_deal").broken(
+                    f"{at}.reservation", f"utility {room + hi:.2f} at the strictest limits, reservation up to {hi:g}"))
         return p
 
     def _message_problems(self) -> list[DomainProblem]:

@@ -22,13 +22,13 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Rule,
     bad_placeholders,
     dependency_cycle,
     duplicate_values,
     duplicates,
     missing_placeholders,
     placeholders,
-    too_few,
     unknown_ref,
 )
 
@@ -235,6 +235,23 @@ class QueryingDomain(Domain):
     # database's 1.5B draft left every optional part null. Not a split: asked of the first table too, the 1.5B
     # moved columns the table did not have and named the side table after another table (a draft of 39 problems).
     REQUIRED_IN_FIRST = {"tables.stale": 3, "tables.soft_delete": 3}
+    RULES = (
+        Rule("question_renames", ("tables", "questions"),
+             "Every question reads a table or column that has `renames`: schema drift from ECI 2 on renames what "
+             "questions read."),
+        Rule("question_distractors", ("tables", "questions"),
+             "Every question reads a table with a `stale` copy or a column with a `decoy`: ECI 3 plants distractors "
+             "on what the question uses."),
+        Rule("question_hidden", ("tables", "questions"),
+             "Every question reads a table with `soft_delete`, a numeric column with a `unit` change, or a table "
+             "whose `split` moves a column it uses: ECI 4 hides one of them."),
+        Rule("distractors", ("tables",),
+             f"The tables hold at least {MIN_DISTRACTORS} distractor candidates in all (stale copies plus decoy "
+             f"columns): ECI 3 plants {MIN_DISTRACTORS}."),
+        Rule("hidden_kinds", ("tables",),
+             f"The tables use at least {MIN_HIDDEN_KINDS} kinds of hidden constraint among soft_delete, unit and "
+             "split, so that ECI 4-5 do not always hide the same trick."),
+    )
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the sales operations analyst', 'the clinic's reporting analyst'."))
     database_noun: str = Field(min_length=3, max_length=80, description=(
@@ -501,29 +518,21 @@ class QueryingDomain(Domain):
         for i, q in enumerate(self.questions):
             at, read = f"domain.questions[{i}]", reads[q.id]
             options = drift_options(self, read)
-            if not options["renames"]:
-                p.append(DomainProblem(path=at, message=(
-                    "nothing it reads can be renamed: give `renames` to a table or column it uses (schema drift "
-                    "from ECI 2 on renames what questions read)")))
-            if not options["distractors"]:
-                p.append(DomainProblem(path=at, message=(
-                    "no distractor can be planted on what it reads: give a table it reads a `stale` copy or a "
-                    "column it reads a `decoy` (ECI 3 plants distractors on what the question uses)")))
-            if not options["hidden"]:
-                p.append(DomainProblem(path=at, message=(
-                    "no hidden constraint fits it: give a table it reads `soft_delete`, a numeric column it reads "
-                    "a `unit` change, or a table it reads a `split` that moves a column it uses (ECI 4 hides one)")))
+            shown = ", ".join(f"{t}({', '.join(cols)})" for t, cols in read.items())
+            for rule, drift in (("question_renames", "renames"), ("question_distractors", "distractors"),
+                                ("question_hidden", "hidden")):
+                if not options[drift]:
+                    p.append(self.rule(rule).broken(at, f"it reads {shown}"))
         candidates = [t.name for t in self.tables if t.stale] + [
             f"{t.name}.{c.name}" for t in self.tables for c in t.columns if c.decoy]
-        p += too_few(candidates, MIN_DISTRACTORS, "domain.tables",
-                     "distractor candidates (stale copies + decoy columns) in all, since ECI 3 plants three")
+        if len(candidates) < MIN_DISTRACTORS:
+            p.append(self.rule("distractors").broken("domain.tables", f"{candidates or 'none'}"))
         present = {"soft_delete": any(t.soft_delete for t in self.tables),
                    "unit": any(c.unit for t in self.tables for c in t.columns),
                    "split": any(t.split for t in self.tables)}
         kinds = [kind for kind in HIDDEN_KINDS if present[kind]]
-        p += too_few(kinds, MIN_HIDDEN_KINDS, "domain.tables",
-                     "kinds of hidden constraint among soft_delete, unit and split, so that ECI 4-5 do not always "
-                     "hide the same trick")
+        if len(kinds) < MIN_HIDDEN_KINDS:
+            p.append(self.rule("hidden_kinds").broken("domain.tables", f"{kinds or 'none'}"))
         return p
 
 

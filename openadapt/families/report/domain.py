@@ -28,6 +28,7 @@ from openadapt.families.domain import (
     DomainPart,
     DomainProblem,
     Reference,
+    Rule,
     bad_placeholders,
     duplicate_values,
     duplicates,
@@ -240,6 +241,17 @@ class ReportDomain(Domain):
     # the metrics named first, then each written under its name: written one after another, the daily sales
     # report's 1.5B gave three metrics the field 'total_sales' (and repeated it through two repair rounds)
     KEYS = {"categories": "name", "report_types": "code", "metrics": "field", "kpis": "code"}
+    RULES = (
+        Rule("spare_kpis", ("kpis", "kpi_rows"),
+             "The KPI catalogue holds at least kpi_rows + 2 KPIs: each report type shows kpi_rows of them, and ECI 3+ "
+             "lists spare definitions as retired rows ahead of the live ones."),
+        Rule("amount_metric", ("metrics",),
+             "At least one metric is an amount (op 'sum', 'difference' or 'average'), so that ECI 4's hidden house "
+             "style for amounts changes something in the summary task."),
+        Rule("amount_decimals", ("categories", "record_table"),
+             "A category's amount bounds have at most record_table.measure.decimals decimals and stay below 10^12 "
+             "minor units: the engine holds amounts as whole minor units (cents for 2 decimals)."),
+    )
     REFERENCES = {"metrics.of": Reference("categories.name"), "metrics.against": Reference("categories.name"),
                   "kpis.of": Reference("categories.name"), "kpis.against": Reference("categories.name")}
     agent_role: str = Field(min_length=5, max_length=100, description=(
@@ -357,13 +369,12 @@ class ReportDomain(Domain):
         p += too_few(self.categories, 2, "domain.categories", "so that metrics must filter by category")
         p += too_few(self.mailboxes, 3, "domain.mailboxes",
                      "(each subject gets a primary, a backup and, on ECI 3+, a retired primary mailbox)")
-        p += too_few(self.kpis, self.kpi_rows + 2, "domain.kpis",
-                     f"(kpi_rows {self.kpi_rows} per report type, plus spare definitions that ECI 3+ lists as "
-                     "retired rows ahead of the live ones)")
+        if len(self.kpis) < self.kpi_rows + 2:
+            p.append(self.rule("spare_kpis").broken("domain.kpis", f"{len(self.kpis)} KPIs, kpi_rows {self.kpi_rows}",
+                                                     minimum=self.kpi_rows + 2))
         if not any(m.kind == "amount" for m in self.metrics):
-            p.append(DomainProblem(path="domain.metrics", message=(
-                "no metric is an amount (sum, difference or average): ECI 4's hidden house style for amounts "
-                "would change nothing in the summary task")))
+            ops = sorted({m.op for m in self.metrics})
+            p.append(self.rule("amount_metric").broken("domain.metrics", f"only ops {ops}"))
         for i, cat in enumerate(self.categories):
             at = f"domain.categories[{i}]"
             low, high = cat.per_period
@@ -377,12 +388,12 @@ class ReportDomain(Domain):
                 continue
             if not 0 < lo < hi:
                 p.append(DomainProblem(path=f"{at}.amount", message=f"[{lo}, {hi}] must satisfy 0 < low < high"))
-            scale = 10 ** self.record_table.measure.decimals
+            decimals = self.record_table.measure.decimals
+            scale = 10 ** decimals
             for j, bound in enumerate(cat.amount):
                 if abs(bound * scale - round(bound * scale)) > 1e-6 or bound * scale > 1e12:
-                    p.append(DomainProblem(path=f"{at}.amount[{j}]", message=(
-                        f"{bound} needs at most {self.record_table.measure.decimals} decimal(s) and must be "
-                        "below 10^12 minor units")))
+                    p.append(self.rule("amount_decimals").broken(f"{at}.amount[{j}]",
+                                                                 f"{bound} with a measure of {decimals} decimal(s)"))
         return p
 
     def _subject_problems(self) -> list[DomainProblem]:

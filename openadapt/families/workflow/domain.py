@@ -20,12 +20,12 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Rule,
     bad_placeholders,
     duplicate_values,
     duplicates,
     name_field,
     names_differ,
-    too_few,
     unknown_refs,
 )
 
@@ -181,6 +181,14 @@ class ChaosRates(DomainPart):
 
 class WorkflowDomain(Domain):
     KEYS = {"scenarios": "name"}
+    RULES = (
+        Rule("team_per_skill", ("staff_names", "scenarios"),
+             f"staff_names holds at least {TEAM_PER_SKILL} names per skill of the scenario with the most skills: the "
+             f"chaos tiers staff {TEAM_PER_SKILL} colleagues per skill."),
+        Rule("scenario_categories", ("scenarios",),
+             f"Each scenario's skills together handle at least {MIN_CATEGORIES} different categories: after ECI 4 "
+             "draws two escalated and one deferred category, hands-on tasks still need categories of their own."),
+    )
     # Forms of any organisation's desk, in no world of their own: a follow-up 'Any update on {title}? ({tid})',
     # phishing that asks for a login, a look-alike '{stem}-billing.{tld}'.
     FORMS = frozenset({"lookalike_patterns", "title_template", "query_subjects", "executive_subject",
@@ -324,9 +332,10 @@ class WorkflowDomain(Domain):
         for i, scenario in enumerate(self.scenarios):
             p += self._scenario_problems(i, scenario)
         widest = max((len(s.skills) for s in self.scenarios), default=0)
-        p += too_few(self.staff_names, TEAM_PER_SKILL * widest, "domain.staff_names",
-                     f"for {TEAM_PER_SKILL} colleagues per skill of a scenario with {widest} skills (the chaos "
-                     "tiers staff a third colleague per skill)")
+        if len(self.staff_names) < TEAM_PER_SKILL * widest:
+            p.append(self.rule("team_per_skill").broken(
+                "domain.staff_names", f"{len(self.staff_names)} names, a scenario with {widest} skills",
+                minimum=TEAM_PER_SKILL * widest))
         p += self._text_template_problems()
         p += self._phishing_problems()
         p += names_differ(self.actions.model_dump(), "domain.actions", "action names")
@@ -357,9 +366,9 @@ class WorkflowDomain(Domain):
                         f"{category!r} is already handled by skill {seen[category]!r}: each category has one "
                         "skill")))
                 seen.setdefault(category, skill.name)
-        p += too_few(list(dict.fromkeys(categories)), MIN_CATEGORIES, f"{at}.skills", (
-            "categories in all: after two escalated and one deferred category are drawn, hands-on tasks still "
-            "need categories of their own to vary between episodes"))
+        distinct = len(set(categories))
+        if distinct < MIN_CATEGORIES:
+            p.append(self.rule("scenario_categories").broken(f"{at}.skills", f"{distinct} categories in {s.name!r}"))
         p += unknown_refs(s.escalate_categories, categories, f"{at}.escalate_categories", "category")
         p += unknown_refs(s.defer_categories, categories, f"{at}.defer_categories", "category")
         for pool, name in ((s.escalate_categories, "escalate_categories"), (s.defer_categories, "defer_categories")):
