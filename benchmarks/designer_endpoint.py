@@ -38,28 +38,41 @@ def main() -> None:
     parser.add_argument("--design-mode", default="whole", choices=["whole", "pieces"])
     parser.add_argument("--max-attempts", type=int, default=4)
     parser.add_argument("--max-retries", type=int, default=4, help="the client's retries of a 5xx or time-out")
+    parser.add_argument("--off", default="", help="comma-separated designer switches to turn off "
+                        "(openadapt/designer/switches.py; benchmarks/designer_ablation.py)")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_endpoint")
     args = parser.parse_args()
 
-    from openadapt.designer.generate import GenerateRequest, generate
     from openadapt.designer.llm import LLMConfig
-    from openadapt.validator import Validator
 
-    prompts = yaml.safe_load(args.prompts.read_text())["prompts"]
-    if args.only:
-        wanted = set(args.only.split(","))
-        prompts = [p for p in prompts if p["id"] in wanted]
     llm = LLMConfig(base_url=args.base_url, model=args.model, api_key=os.environ.get("OPENADAPT_API_KEY", ""),
                     max_retries=args.max_retries)
+    rows = run_prompts(load_prompts(args.prompts, args.only), llm, args.out, design_mode=args.design_mode,
+                       max_attempts=args.max_attempts, off=frozenset(filter(None, args.off.split(","))))
+    summary(rows)
+
+
+def load_prompts(path: Path, only: str = "") -> list[dict]:
+    prompts = yaml.safe_load(path.read_text())["prompts"]
+    wanted = set(filter(None, only.split(",")))
+    return [p for p in prompts if not wanted or p["id"] in wanted]
+
+
+def run_prompts(prompts: list[dict], llm, out: Path, design_mode: str = "whole", max_attempts: int = 4,
+                off: frozenset[str] = frozenset()) -> list[dict]:
+    """Generate a package per prompt, appending one row each to out/results.jsonl."""
+    from openadapt.designer.generate import GenerateRequest, generate
+    from openadapt.validator import Validator
+
     foreign = foreign_material()
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     rows = []
     with Validator() as validator:
         for prompt in prompts:
             started = time.monotonic()
-            result = generate(GenerateRequest(task=prompt["task"], name=prompt["id"], output_root=args.out,
-                                              force=True, llm=llm, design_mode=args.design_mode,
-                                              max_attempts=args.max_attempts),
+            result = generate(GenerateRequest(task=prompt["task"], name=prompt["id"], output_root=out,
+                                              force=True, llm=llm, design_mode=design_mode,
+                                              max_attempts=max_attempts, switched_off=off),
                               progress=lambda phase, attempt, detail: print(f"  {phase} {attempt}: {detail}",
                                                                             file=sys.stderr, flush=True),
                               validator=validator)
@@ -75,12 +88,12 @@ def main() -> None:
                    "prompt_tokens": p.usage.prompt_tokens, "completion_tokens": p.usage.completion_tokens,
                    "seconds": round(time.monotonic() - started, 1),
                    "fidelity": score["family"] + score["terms"] + score["own_world"], "detail": score,
-                   "reason": result.reason, "folder": str(folder) if folder else None}
+                   "off": sorted(off), "reason": result.reason, "folder": str(folder) if folder else None}
             rows.append(row)
-            with (args.out / "results.jsonl").open("a") as out:
-                out.write(json.dumps(row) + "\n")
+            with (out / "results.jsonl").open("a") as results:
+                results.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)
-    summary(rows)
+    return rows
 
 
 def summary(rows: list[dict]) -> None:

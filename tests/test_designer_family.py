@@ -5,6 +5,7 @@ it knows (the kubernetes_cluster example), so the test can break single pieces a
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import json
 import re
@@ -21,7 +22,13 @@ from openadapt.designer.copying import ENTITY_NAME, copied_from_example
 from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
 from openadapt.designer.llm import LLMClient, LLMConfig
-from openadapt.designer.pieces import cut_rambles, drop_repeated_prose, plan_pieces, thin_repeats
+from openadapt.designer.pieces import (
+    cut_rambles,
+    distinct_references,
+    drop_repeated_prose,
+    plan_pieces,
+    thin_repeats,
+)
 from openadapt.designer.session import Session
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
@@ -2460,3 +2467,27 @@ def test_a_declared_rule_is_stated_before_the_model_writes_and_a_model_that_foll
     assert not any(rule.says in a for a in model.asked if a.startswith("Write `resolutions` item"))  # not its field
     assert not any(a.startswith("Your `domain.parties") for a in model.asked)  # no repair round spent on it
     assert not any("trade_pairs" in p or rule.says in p for p in candidate.problems)
+
+
+def test_the_tidies_change_no_sound_domain_and_are_idempotent():
+    """What the draft's tidies do follows from the draft itself: a sound domain (every shipped example) passes
+    through unchanged, and a tidied draft tidied again stays as it is."""
+    for family in all_families():
+        def tidy(data: dict, domain=family.domain) -> dict:  # the designer's draft pipeline, in its order
+            drafted = distinct_references(cut_rambles(copy.deepcopy(data)), domain)
+            return thin_repeats(drop_repeated_prose(domain.tidy(drop_repeated_prose(drafted))), domain)
+
+        for name in family.examples():
+            data = family.load_example(name).model_dump(mode="json")
+            assert family.domain.tidy(copy.deepcopy(data)) == data, (family.name, name)
+            assert tidy(data) == data, (family.name, name)
+            once = tidy(_roughened(copy.deepcopy(data)))
+            assert tidy(once) == once, (family.name, name)
+
+
+def _roughened(data: dict) -> dict:
+    """A draft as a model writes it: every list of lines with its first line written twice and its texts padded."""
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            data[key] = [f"  {value[0]}  ", *value]
+    return data

@@ -199,3 +199,26 @@ def test_an_endpoint_designs_the_whole_domain_by_default_and_generate_publishes_
 def test_an_unknown_design_mode_is_refused_before_anything_runs(tmp_path):
     result = CliRunner().invoke(app, ["generate", TASK, "--design-mode", "halves", "--output", str(tmp_path)])
     assert result.exit_code == 2 and "halves" in result.output and not any(tmp_path.iterdir())
+
+
+def test_a_switched_off_rule_is_left_out_and_recorded(llm):
+    model = WholeModel(bank_world(), breaks=[one_item_each], fixes={"trade_pairs": restore("parties")})
+    llm.responder = model
+    designer = WholeDomainDesigner(LLMClient(config(llm)), "bank_rec", TASK, off=frozenset({"state_rules",
+                                                                                            "revise"}))
+    candidate = designer.design()
+    assert FAMILY.domain.rule("trade_pairs").says not in model.asked[1]  # not stated
+    assert not candidate.usable and candidate.notes["problems_per_round"] == [5]  # and not revised
+    assert designer.info.settings["switched_off"] == ["revise", "state_rules"]
+
+
+def test_an_unknown_switch_is_refused():
+    with pytest.raises(ValueError, match="unknown designer switch.*known: state_rules, revise"):
+        WholeDomainDesigner(Offline(), "x", TASK, off=frozenset({"stating"}))
+
+
+class Offline:
+    def describe(self):
+        from openadapt.designer.chat import BackendInfo
+
+        return BackendInfo(kind="endpoint", model="offline")

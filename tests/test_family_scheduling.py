@@ -636,3 +636,13 @@ def test_the_draft_tidy_puts_durations_on_the_grid_drops_arrivals_before_the_day
     kept = copy.deepcopy(sound)
     kept["task_types"][1]["arrival"] = ["09:00", "10:00"]  # a window in the day is the draft's to keep
     assert SchedulingDomain.tidy(kept)["task_types"][1]["arrival"] == ["09:00", "10:00"]
+
+
+def test_a_task_kind_longer_than_half_of_normal_hours_breaks_the_rule_it_was_told(family):
+    data = _example_data(family)
+    data["task_types"][0]["max_minutes"] = 300  # over half of 08:00-17:00: no site could hold two in a day
+    with pytest.raises(DomainError) as err:
+        family.parse_domain(data)
+    (broken,) = [p for p in err.value.problems if p.rule == "two_per_day"]
+    assert broken.path == "domain.task_types[0].max_minutes"
+    assert broken.message.startswith(family.domain.rule("two_per_day").says)

@@ -933,3 +933,11 @@ def test_the_draft_tidy_splits_categories_a_scenario_both_escalates_and_defers()
     assert not set(escalate) & set(defer) and defer == handled[-2:] and escalate == handled[:-2]
     assert not [p for p in family.domain.model_validate(family.domain.tidy(data)).family_problems()
                 if "escalat" in p.message and "defer" in p.message]
+
+
+def test_a_reasoning_term_is_one_word_by_the_schema_a_grammar_can_hold():
+    data = _seed_data()
+    data["reasoning_terms"]["blocked"] = ["on hold"]
+    assert "domain.reasoning_terms.blocked[0]" in _problems(data)
+    pattern = FAMILY.domain.model_json_schema()["$defs"]["ReasoningTerms"]["properties"]["blocked"]["items"]
+    assert pattern["pattern"] == r"^[a-z][a-z0-9]*\*?$"

@@ -1,14 +1,11 @@
 """The expert's brief: what the designer model knows of the task's world, asked for in its own words before any
 piece of the domain is written, and out of sight of the worked example.
 
-A small model writes the domain in the register of whatever world it is shown: given a Kubernetes example for a
-farm's pumps, the 1.5B wrote pumps that were "OOMKilled" with "exit code 137" on "a node pool at its memory
-quota". Asked first, as a technician of the task's world and with no example in sight, the same model names that
-world's own causes, checks and readings ("blocked intake: debris or sediment; check the intake and outlet",
-"low water pressure at the pump outlet", "faulty control system: wrong settings or sensors"). Free text, not
-JSON: its constrained answers to the same question were shorter and more generic (`pump_failing`,
-`sensor_failing`). The brief then sits in the conversation before the worked example, so every piece (and every
-request aside, which keeps the task's part of the opening message) is written with it in sight.
+A small model writes the domain in the register of whatever world it is shown. Asked first, as a practitioner of
+the task's world with no example in sight, it names that world's own causes, checks and readings. Free text, not
+JSON: constrained answers to the same question are shorter and more generic. The brief then sits in the
+conversation before the worked example, so every piece (and every request aside, which keeps the task's part of
+the opening message) is written with it in sight.
 """
 
 from __future__ import annotations

@@ -109,13 +109,10 @@ _BOUNDS = {"less_than_equal": "le", "greater_than_equal": "ge", "less_than": "lt
 
 def _clamped(data: object, exc: ValidationError) -> object | None:
     """`data` with each number outside an inclusive bound of its field set to that bound and each text past its
-    maximum length cut back to it, or None when any other error is left. llama.cpp's grammars bound integers, not
-    decimals: the 1.5B gave a negotiation persona an `insult_margin` of 0.5 where the schema allows 0.1 to 0.4, and
-    the whole persona was lost as unusable. An exclusive bound moves a number one unit inside it (0.01 for a
-    number written with decimals): the warehouse's 1.5B gave two items a demand range starting at 0 where the
-    schema asks more than 0, and both items were lost, the list left short. A text's bound gives way where its
-    pattern counts a placeholder as one character: the supplier's issue, 52 s of writing, was lost for a
-    constraint hint of 212 characters."""
+    maximum length cut back to it, or None when any other error is left: one value out of bounds would otherwise
+    lose the whole record (llama.cpp's grammars bound integers, not decimals). An exclusive bound moves a number
+    one unit inside it (0.01 for a number written with decimals). A text's bound gives way where its pattern
+    counts a placeholder as one character."""
     errors = exc.errors()
     if not all((e["type"] in _BOUNDS and isinstance(e.get("input"), int | float))
                or (e["type"] == "string_too_long" and isinstance(e.get("input"), str)) for e in errors):
@@ -152,13 +149,13 @@ def cut_text(text: str, limit: int) -> str:
     if len(words) < len(text.rstrip(" .")):  # cut inside a sentence: end before its last clause, not inside it
         clauses = [m.start() for m in _CLAUSE.finditer(words) if m.start() >= limit // 2]
         words = words[:clauses[-1]] if clauses else words
-        while (last := _TRAILING.search(words)) and last.start() >= limit // 2:  # '... pumps on'
+        while (last := _TRAILING.search(words)) and last.start() >= limit // 2:  # '... the tank on'
             words = words[:last.start()]
     return words.rstrip(" ,;:-")
 
 
-# Where a clause or a phrase starts: a text cut inside a sentence ends before the last of these, so that a role
-# reads 'the pump technician responsible for the irrigation pumps', not '... the irrigation pumps on a 20'.
+# Where a clause or a phrase starts: a text cut inside a sentence ends before the last of these, so that it ends
+# on a whole phrase ('... responsible for the tanks'), not inside one ('... the tanks on a 20').
 _CLAUSE = re.compile(r"[,;:(]| -| (?:on|at|in|into|for|of|with|without|from|to|and|or|but|by|near|under|over|"
                      r"above|below|behind|between|within|across|against|during|after|before|since|until|while|"
                      r"which|who|whose|that|when|where|because|if|than|so|as|via|a|an|the)(?= |$)")

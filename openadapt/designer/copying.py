@@ -25,9 +25,7 @@ from openadapt.families.domain import (
 )
 
 # The fields that name a top-level entity (domain.components[3].name, domain.faults[0].id, a report's
-# domain.kpis[0].code and domain.metrics[1].field, a term's domain.issues[0].label): what a copied world shows. A
-# daily sales report published with the warehouse example's KPI `net_stock_change` and report `weekly_throughput`
-# when only name|id were read; a packaging supplier's terms were labelled 'linehaul rate' and 'fuel surcharge'.
+# domain.kpis[0].code and domain.metrics[1].field, a term's domain.issues[0].label): what a copied world shows.
 NAME_FIELDS = "name|id|code|field|label"
 ENTITY_NAME = re.compile(rf"^domain\.\w+\[\d+\]\.({NAME_FIELDS})$")
 
@@ -36,50 +34,43 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
                         task: str = "") -> list[DomainProblem]:
     """Names and long texts taken over from the worked example (another world) instead of written for this one.
     What it shares with every other example of the family is the family's common vocabulary, not its world; what
-    it shares with only some of them is the vocabulary of a kind of world (the Kubernetes example and the incident
-    triage seed are both web services: `p99_latency_ms`, 'liveness probe ok' are no pump's)."""
+    it shares with only some of them is the vocabulary of a kind of world (web services' `p99_latency_ms`)."""
     sets = [{v.lower() for _, v in iter_texts(o)} for o in others]
     common = set.intersection(*sets) if sets else set()
     common |= {t.lower() for t in _default_texts(type(example))}  # a schema default is nobody's world
     theirs_names = {v.lower() for path, v in iter_texts(example) if ENTITY_NAME.match(path)} - common
-    # An unnumbered name is the example's numbered too: 'rate_hawk2' is its 'rate_hawk' (asked to rename the copy,
-    # the 1.5B gave it back so); a numbered one ('converter-01') is matched whole ('converter_2' is anyone's).
-    # In the plural too: the daily sales report's 'inbound_receipts' is the warehouse example's 'inbound_receipt'.
+    # An unnumbered name is the example's numbered or in the plural too ('rate_hawk2', 'rate_hawks' are its
+    # 'rate_hawk'); a numbered one ('converter-01') is matched whole ('converter_2' is anyone's).
     theirs_bases = {"_".join(key_words(v)) for v in theirs_names if key_base(v) == v.replace("-", "_")}
     described = descriptions(type(example))  # a text the schema itself gives as its example is the family's
     theirs_texts = {v for _, v in iter_texts(example) if _is_text(v) and v.lower() not in common
                     and v not in described}
     # Runs of words the example's texts hold and no other example nor the schema's descriptions do: a text that
-    # takes one over is the example's sentence with a few words changed ("... container restarted after exit
-    # code 137 (OOMKilled) ..." in a pump's evidence).
+    # takes one over is the example's sentence with a few words changed.
     runs = [set().union(*(_runs(v) for _, v in iter_texts(o))) for o in others]
     family_runs = (set.intersection(*runs) if runs else set()) | _runs(described)
     theirs_runs = set().union(*(_runs(v) for v in theirs_texts)) - family_runs
-    # Shorter runs of the example's own words, numbers aside: its template with this world's names filled in
-    # ("namespace farm; 1 replica; HPA 1-4 on CPU; owner team-farm." in a pump's note), which the phrase runs miss
-    # (too few long words).
+    # Shorter runs of the example's own words, numbers aside: its template with this world's names filled in,
+    # which the phrase runs miss (too few long words).
     everyones = _everyones_words(type(example))
     shared = [set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(o))) for o in others]
     family_templates = (set.intersection(*shared) if shared else set()) | _rare_runs(described, everyones)
     theirs_templates = set().union(*(_rare_runs(v, everyones) for _, v in iter_texts(example))) - family_templates
-    # A name made only of the task's own words is this world's too, whoever else has it (a packaging supplier's
-    # 'payment terms', a database of orders' `orders`): the fidelity rubric's own rule (docs/designer.md).
+    # A name made only of the task's own words is this world's too, whoever else has it: the fidelity rubric's
+    # own rule (docs/designer.md).
     task_words = set(_words(task))
 
     def tasks_own(value: str) -> bool:
         return bool(task_words) and set(_words(value.replace("_", " "))) <= task_words | _SHORT_WORDS
 
-    # Identifiers and proper names anywhere else (a table's columns, an attribute's values, a subject's name): a
-    # daily sales report published with the warehouse example's `stock_movements` table, its `week_start` and
-    # `move_id` columns, clients `nordvik_home` .. `velo_parts` and a shop named 'Venlo Cross-Dock'. A record of
-    # names any world may use (all defaults: a diagnosis's tools) is not judged.
+    # Identifiers and proper names anywhere else (a table's columns, an attribute's values, a subject's name). A
+    # record of names any world may use (all defaults: a diagnosis's tools) is not judged.
     theirs_worldly = {v.lower() for _, v in iter_texts(example) if _worldly(v)} - common
     anyones = tuple(f"domain.{name}." for name, info in type(example).model_fields.items()
                     if is_model(info.annotation) and _all_defaults(info.annotation))
-    # The example's things by name in any text: its terms 'linehaul rate' and 'fuel surcharge' (ids `linehaul_rate`,
-    # labels) in a packaging supplier's term phrases and priority tells ('The linehaul rate is crucial for our
-    # operations.'), which no phrase run caught (too short). Names of two words or more, one of them the example's
-    # world's own (not everyone's, not the task's): 'payment terms' or 'api gateway' are anyone's.
+    # The example's things by name in any text ('linehaul rate' for its `linehaul_rate`), too short for a phrase
+    # run. Names of two words or more, one of them the example's world's own (not everyone's, not the task's):
+    # 'payment terms' or 'api gateway' are anyone's.
     entities = {tuple(_words(v.replace("_", " "))): v.replace("_", " ")
                 for v in [*sorted(theirs_bases), *sorted(theirs_names)]}  # a name as the example spells it
     theirs_things = {e: shown for e, shown in entities.items() if len(e) >= 2 and any(
@@ -116,8 +107,7 @@ def copied_from_example(data: dict[str, Any], example: Domain, others: list[Doma
 
 
 # Words of the problems the repairs send back, which no world's text holds: an answer that holds them wrote the
-# feedback into the field (a pump's constraint note read "this text takes 'to the standby unit instead
-# shift_to_standby' from the example in this field's description, another world: ...").
+# feedback into the field.
 _FEEDBACK_MARKERS = ("this field's description", "from the worked example", "in this world's own words",
                      "write this world's own")
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$")
@@ -141,9 +131,8 @@ def is_copy(problem: DomainProblem) -> bool:
 
 
 def unquoted(problem: DomainProblem, with_path: bool = True) -> str:
-    """A problem as a repair shows it to the model: a copy without the words it copied. Shown them, the 1.5B
-    writes them back: a pump's constraint note, told it "takes 'to the standby unit instead shift_to_standby'
-    from the example", came back with the same words twice, then with the message itself."""
+    """A problem as a repair shows it to the model: a copy without the words it copied (shown them, a small model
+    writes them back)."""
     message = problem.message
     if problem.code in COPY_CODES and problem.value is not None:
         shown = "a phrase" if problem.code in (Code.EXAMPLE_PHRASE, Code.DESCRIBED_PHRASE) else "this"
@@ -151,8 +140,8 @@ def unquoted(problem: DomainProblem, with_path: bool = True) -> str:
     return f"{problem.path}: {message}" if with_path else message
 
 
-# An apostrophe inside a word ('We don't really do discounts...') is not a closing quote: read as one, the
-# supplier's personas all took the style tell of the example in its field's description, three times unseen.
+# An apostrophe inside a word ('We don't really do discounts...') is not a closing quote: read as one, it hides
+# the quoted example, and copies of it go unseen.
 _QUOTED_TEXT = re.compile(r"(?<![A-Za-z])'((?:[^']|(?<=[A-Za-z])'(?=[a-z])){20,}?)'(?![A-Za-z])")
 
 
@@ -162,10 +151,7 @@ def _same(a: str, b: str) -> bool:
 
 def described_texts(data: Any, model: type[BaseModel], path: str = "domain", task: str = "") -> list[DomainProblem]:
     """Texts that are their own field's quoted example, or take one of its phrases over: the example shows the
-    shape a text takes, in a world of the description's own. The irrigation pumps' package (the first the
-    benchmark validated) had the noise line 'INFO {component} defrost cycle completed on schedule', a cold room's,
-    the recovered line of the description word for word, and the constraint note's example in three faults with
-    the component named ('the pump motor is the only unit of its kind running today; do not take it offline')."""
+    shape a text takes, in a world of the description's own, not this one."""
     problems: list[DomainProblem] = []
     if not isinstance(data, dict):
         return problems
@@ -187,8 +173,7 @@ def described_texts(data: Any, model: type[BaseModel], path: str = "domain", tas
         texts = [(f"{path}.{name}", value)] if isinstance(value, str) else list(zip(where, value, strict=False)) \
             if isinstance(value, list) else []
         runs = set().union(*(_runs(e) for e in examples))
-        # the task's own words are this world's, whatever a description's example says ('called in sick at' in an
-        # operating-rooms task about a surgeon who called in sick)
+        # the task's own words are this world's, whatever a description's example says
         common = _everyones_words(model) | frozenset(_words(task))
         templates = set().union(*(_rare_runs(e, common) for e in examples))
         for at, text in texts:
@@ -215,14 +200,12 @@ def described_identifiers(data: Any, model: type[BaseModel], known: set[str],
     """The identifiers of the records in the draft's lists (an item's id, name, fix) that are the example its
     field's own description quotes, where no example domain of the family (`known`: their strings) uses it:
     such an example comes from a world of the description's own (a diagnosis fault's 'e.g. run_defrost_cycle'
-    is a cold room's), and run 20's 1.5B gave a failing irrigation pump the fix `run_defrost_cycle`. One an
-    example uses is a word of that kind of world ('unit_price' in a negotiation), judged as the example's. A
-    record (the tool names) is not judged: its examples are names any world may use ('file_work_order')."""
+    is a cold room's). One an example uses is a word of that kind of world ('unit_price' in a negotiation), judged
+    as the example's. A record (the tool names) is not judged: its examples are names any world may use."""
     problems: list[DomainProblem] = []
     if not isinstance(data, dict):
         return problems
-    # what an example text of the record's fields names in parentheses: a constraint note's example ends
-    # '... (shift_to_standby).', and the pumps' constraints took that fix with the note, three faults of five
+    # what an example text of the record's fields names in parentheses ('... (shift_to_standby).'): copied with it
     forms = getattr(model, "FORMS", ())
     named = {i for n, f in model.model_fields.items() if n not in forms
              for text in _QUOTED_TEXT.findall(f.description or "") for i in _NAMED_IDENTIFIER.findall(text)}
@@ -338,9 +321,8 @@ def _everyones_words(domain: type[Domain]) -> frozenset[str]:
 
 def _rare_runs(text: str, everyones: frozenset[str]) -> set[tuple[str, ...]]:
     """Runs of 4 words of which two are a world's own words (not short words, placeholders, numbers or words
-    everyone's examples use), and runs of 7 likewise: the example's clause with its own words further apart
-    ("managed by the platform team via Helm" in a pump's note: 'platform' and 'team' are everyone's, 'via' a
-    short word, so no 4 words in a row hold two of its own)."""
+    everyone's examples use), and runs of 7 likewise: the example's clause with its own words further apart than
+    any 4 words in a row."""
     words = _words(text)
 
     def own(w: str) -> bool:

@@ -72,8 +72,6 @@ from openadapt.families.yamlio import dump_domain
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
 PHRASE_ROUNDS = 2  # repair rounds that find one field description's phrase before it counts as this world's
 
-# "this text takes 'minutes without reaching setpoint' from the example in this field's description, ..."
-
 Progress = Callable[[str, int, str], None]
 
 SYSTEM = ("You design training environments for AI agents. You write the data of one world: its entities, "
@@ -82,8 +80,7 @@ SYSTEM = ("You design training environments for AI agents. You write the data of
 
 
 class TaskMechanic(BaseModel):
-    # 'an online negotiation environment', the packaging supplier's: its header then framed the package, not the
-    # world ('Negotiation environment for AI agent')
+    # the trade, not the package: named 'an online negotiation environment', the header frames the package
     world: str = Field(max_length=200, description=(
         "the place or trade where the task happens, in a few words, as its people name it (not 'an environment')"))
     agent_does: str = Field(max_length=300, description="what the agent does, step by step, in one sentence")
@@ -113,12 +110,10 @@ class FamilyChoice(BaseModel):
 # ---- 1-2: the mechanic and the family ---------------------------------------------------------------------------
 NULL_TASK = "(no task given)"  # the content-free input of contextual calibration
 # How far the local model's closest family fits a task: its calibrated score over the menu's 'none', plus its
-# log-odds of 'yes' asked whether that family models the task. Measured with the 1.5B (seed 0, 2026-12-06): the 14
-# benchmark prompts fit by 6.23-9.80; eight tasks no family models by 3.52-5.96 (a poem, chess, translation,
-# birthday songs and unit tests under 5; news summaries, trivia and sudoku over it). No threshold on the
-# calibrated score alone separates them (0.68-5.38 against -0.03-2.00). The floor sits 1.2 under the lowest
-# benchmark prompt, so it refuses only the clear cases, and only for the model it was measured on: another
-# model's log-probabilities have another scale.
+# log-odds of 'yes' asked whether that family models the task. Measured with the default model: the 14 benchmark
+# prompts fit by 6.23-9.80, eight tasks no family models by 3.52-5.96 (the calibrated score alone separates
+# nothing). The floor sits 1.2 under the lowest benchmark prompt, so it refuses only clear cases, and only for the
+# model it was measured on: another model's log-probabilities have another scale (docs/history/designer.md).
 FIT_FLOOR = 5.0
 FIT_MODEL_SHA256 = CATALOGUE[DEFAULT_MODEL].sha256
 _NULL_SCORES: dict[tuple[int, tuple[str, ...]], dict[str, float]] = {}
@@ -144,9 +139,8 @@ def choose_family(backend: ChatBackend, task: str, families: list[Family], deadl
 
     With a backend that exposes next-token log-probabilities (the local model), the family is the name the
     model is most likely to answer, calibrated against a content-free task (contextual calibration: a small
-    model's prior for some names would otherwise win whatever the task). Measured on the designer's 14-prompt
-    set with the 1.5B model: 13 of 14 right (uncalibrated 12; per-family 0-10 scores 5). Otherwise (an endpoint),
-    one constrained choice among the families or 'none', with its reason."""
+    model's prior for some names would otherwise win whatever the task). Otherwise (an endpoint), one constrained
+    choice among the families or 'none', with its reason."""
     names = [f.name for f in families]
     scores: dict[str, float] = {}
     reason = ""
@@ -219,10 +213,9 @@ def pick_example(task: str, family: Family) -> tuple[Domain, dict[str, Any]]:
     """The worked example, and how it was picked: of the family's own examples (a seed package's domain only
     where the family has none), the one that shares the fewest of the task's words (ties by name), so that it is
     visibly another world and never the task's own (a Kubernetes task never gets the Kubernetes example to copy).
-    Not a seed: a generated package must not carry a seed's entities, and a 1.5B model shown incident_triage
-    wrote its alert back almost word for word and gave six pumps its templated note ("owned by team-pump; pager
-    rotation on call."). Not the world most like the task's: given a wind park for a farm's pumps it copied the
-    wind park into the pumps (3.2 MW pumps "connected to the pitch system"; docs/history/designer.md)."""
+    Not a seed: a generated package must not carry a seed's entities, and a small model copies a seed's texts
+    almost word for word. Not the world most like the task's: a small model carries a near world's details into
+    the task's (docs/history/designer.md)."""
     files, task_words = family.examples(), _words(task)
     own = [n for n, path in files.items() if path.parent == family.root / "examples"] or list(files)
     shared = {n: len(task_words & _words(path.read_text(encoding="utf-8"))) for n, path in files.items()}
@@ -338,8 +331,7 @@ class FamilyDomainDesigner(PieceRepairs):
         expert = (f"What an expert of this world says about it (write this world from it, never from the "
                   f"example's):\n{brief}\n\n" if brief else "")
         mechanic = choice.mechanic
-        # whole sentences: run together ('The agent diagnose failing irrigation pumps It succeeds when ...'), the
-        # 1.5B wrote them into the pumps' summary as they stood
+        # whole sentences: run together, a small model copies them into the domain as they stand
         context = (f"The task:\n> {self.task}\n\nIts world: {_sentence(mechanic.world)} The agent "
                    f"{_sentence(mechanic.agent_does)} It succeeds when {_sentence(mechanic.succeeds_when)}\n\n{expert}"
                    f"You will write the domain of a `{family.name}` environment ({family.summary}) for this task, "
@@ -354,8 +346,7 @@ class FamilyDomainDesigner(PieceRepairs):
         self._session.order = [p.path for p in self._pieces]
 
     def _write(self, piece: Piece, problems: list[DomainProblem] | None = None) -> None:
-        # A record that copied the worked example is written again aside, out of its sight: rewritten in the
-        # conversation, run 18's pump plant took the example's `dependency_status` texts back word for word.
+        # A record that copied the worked example is written again aside: in its sight, the copy comes back.
         aside = piece.aside or (piece.field is not None and not piece.keys
                                 and any(p.code in FROM_EXAMPLE for p in problems or ()))
         aside = aside or (piece.field is not None and self._pieces_aside and self._family.domain.PIECES_ASIDE)
@@ -405,10 +396,8 @@ class FamilyDomainDesigner(PieceRepairs):
     @staticmethod
     def _keep_sound_fields(piece: Piece, before: BaseModel | None, paths: set[str],
                            problems: list[DomainProblem]) -> None:
-        """After a piece is written again for problems in some of its fields, the others keep what they were: in
-        run 20 the header rewritten for a copied agent role brought back the copied alert just rewritten aside,
-        two attempts running, and in run 21 a pump fault rewritten for its copied fix brought back the
-        constraint fix just chosen. A problem with the piece as a whole (or a line of a list piece), or a copy
+        """After a piece is written again for problems in some of its fields, the others keep what they were (a rewrite
+        brings back problems just repaired). A problem with the piece as a whole (or a line of a list piece), or a copy
         of the worked example (its short texts are copies too, too short to be caught), keeps the rewrite whole."""
         if before is None or piece.value is None or any(p.code in FROM_EXAMPLE for p in problems):
             return
@@ -425,8 +414,7 @@ class FamilyDomainDesigner(PieceRepairs):
 
     def _siblings(self, piece: Piece) -> frozenset[str]:
         """The other items of a keyed list (`faults[1]` beside `faults[0]`...): each item is written out of their
-        sight, from its own key. In sight of the items before it, a 1.5B model wrote the first fault's five log
-        lines and constraint note into every later fault, and wrote them back when repaired."""
+        sight, from its own key: a small model copies the item before it into the next, and back when repaired."""
         if piece.index is None or not any(p.keys and p.field == piece.field for p in self._pieces):
             return frozenset()
         return frozenset(p.path for p in self._pieces if p.field == piece.field and p.index is not None
@@ -469,12 +457,9 @@ class FamilyDomainDesigner(PieceRepairs):
     def _accept_phrases(self, problems: list[DomainProblem]) -> list[DomainProblem]:
         """The problems of a repair round less the phrases now taken as this world's: a phrase of a field
         description's example that the field's texts take over in `PHRASE_ROUNDS` rounds, the text rewritten in
-        between, is a phrase of this world too (a pump's pressure has a setpoint as a cold room's does: the 1.5B
-        wrote 'minutes without reaching setpoint' into an irrigation pump's evidence four times running, until the
-        time limit failed the design). It is recorded in the notes. A whole text copied from a description, or
-        anything from the worked example, stays a problem however often it comes back, and so does a phrase with a
-        number in it: a part number or a quantity ('000 dc-dc converter modules part vx-240', which the packaging
-        supplier's subjects took from the description three rounds running) is the example's world, not a form."""
+        between, is a phrase of this world too (a term two worlds share). It is recorded in the notes. A whole text
+        copied from a description, anything from the worked example, or a phrase with a number in it (a part number
+        or a quantity is the example's world, not a form) stays a problem however often it comes back."""
         for key in {_described_phrase(p) for p in problems} - {None}:
             if re.search(r"\d", key[1]):
                 continue
@@ -561,8 +546,7 @@ def _described_phrase(problem: DomainProblem) -> tuple[str, str] | None:
 
 def short_fields(value: BaseModel) -> str:
     """A list item written aside, as the conversation records it: its short fields (its id, fix, kinds), not its
-    lines of prose. Later pieces need to know the item, not to read its log lines; recorded whole, the pumps' five
-    faults added about 2,000 tokens that the next conversation request evaluated (76 s on two busy cores)."""
+    lines of prose: later pieces need to know the item, not to evaluate thousands of tokens of its log lines."""
     data = value.model_dump(mode="json")
     short = {k: v for k, v in data.items() if (isinstance(v, str) and len(v) <= 60) or isinstance(v, int | float)
              or (isinstance(v, list) and all(isinstance(x, str) and len(x) <= 40 for x in v))}
@@ -573,9 +557,7 @@ def _keeps_repairing(notes: dict[str, Any]) -> bool:
     """Whether an attempt whose draft never parsed is followed by more piece repairs rather than a rewrite of
     every piece: the first time, and again for as long as the last such attempt fixed one of the problems it
     started with. Fixed, not fewer: the semantic checks run only on a draft that fits the schema, so fixing a
-    schema problem (run 20's fault one evidence line short) can bring out more problems than it removed. Run
-    19's continuation (attempt 2) took the first pump draft that parsed to the validator; its last attempt,
-    written from scratch, ended on a draft that did not parse."""
+    schema problem can bring out more problems than it removed. Repairs get nearer a parsing draft than a rewrite."""
     return "continued" not in notes or notes.get("fixed", 0) > 0
 
 

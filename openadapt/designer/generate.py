@@ -63,6 +63,8 @@ class GenerateRequest(BaseModel):
         "how a family domain is written: 'pieces' (small constrained requests, for small models), 'whole' (the "
         "whole domain per request with every rule stated, for capable models), 'auto' (whole for an endpoint, "
         "pieces for the embedded model)"))
+    switched_off: frozenset[str] = Field(default=frozenset(), description=(
+        "the designer's switches turned off (`designer.switches`), for ablation measurements only"))
     time_limit_s: float | None = Field(default=None, gt=0, description="no model request or attempt starts after "
                                        "this many seconds (None: attempts alone bound the run)")
 
@@ -204,8 +206,11 @@ def choose_designer(request: GenerateRequest, task: str, backend: ChatBackend | 
         return ExampleDesigner(request.example, name)
     kind = "local" if request.llm is None else "openai-compatible"
     whole = request.design_mode == "whole" or (request.design_mode == "auto" and request.llm is not None)
-    family = (WholeDomainDesigner if whole else FamilyDomainDesigner)(backend, name, task, progress=progress,
-                                                                       kind=kind, deadline=deadline)
+    if whole:
+        family = WholeDomainDesigner(backend, name, task, progress=progress, kind=kind, deadline=deadline,
+                                     off=request.switched_off)
+    else:
+        family = FamilyDomainDesigner(backend, name, task, progress=progress, kind=kind, deadline=deadline)
     if request.llm is None:
         return family
     custom = CustomDesigner(backend, name, task, prompting)

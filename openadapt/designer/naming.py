@@ -40,9 +40,8 @@ OTHER_WORDS = frozenset((
     "el", "los", "las", "una", "y", "del", "para", "con", "por", "en", "il", "gli", "di", "che", "per", "della",
     "het", "een", "van", "voor", "met", "os", "uma", "em", "com", "da", "nas", "nos",
 ))
-# A translator's instruction and one worked pair: asked only to translate, the 1.5B added words and lost the
-# trade's nouns ("ausgefallene Kühlanlagen" became "fallen milk storage areas"); with these it kept 2 of 4 fixed
-# German, French and Spanish tasks' meaning whole and 2 in part, against 1 of 4 whole (benchmarks/naming.py).
+# A translator's instruction and one worked pair: asked only to translate, a small model adds words and loses the
+# trade's nouns; with these it keeps more of a task's meaning (benchmarks/naming.py).
 TRANSLATE = ("You are a professional translator. Translate the user's text into English faithfully: keep the exact "
              "meaning of every noun, verb and adjective, add nothing. Reply with the English translation only.")
 TRANSLATED = [("Entraîne un agent à réparer les pompes en panne d'une ferme",

@@ -109,9 +109,7 @@ def plan_pieces(domain_cls: type[Domain], example: Domain, split_records: bool =
 
 def needed_counts(example: Domain) -> dict[str, int]:
     """The fewest items each list needs to pass the family's own checks (its tiers draw from them), read off
-    those checks on the worked example with the list cut to one item. Written to the schema's minimum (three
-    at most), the operating rooms' draft had 3 sites, 3 staff and 3 kinds of case where the checks need 4, 6
-    and 4: each such list was then topped up one item at a time, or left short when the time ran out."""
+    those checks on the worked example with the list cut to one item: the schema's minimum can fall short of it."""
     needed: dict[str, int] = {}
     for name in type(example).model_fields:
         value = getattr(example, name)
@@ -135,11 +133,9 @@ SPLIT_RECORD_LISTS = 3  # a record of this many lists of prose lines or more is 
 
 
 def _line_lists(record: type[BaseModel], example: BaseModel) -> dict[str, type[BaseModel]]:
-    """A record made only of lists of prose lines (a counterpart's replies: 11 lists), as one values piece per
-    list, each asking for the fewest lines its field allows, each line at most a third longer than the example's
-    longest: asked for whole, the packaging supplier's 1.5B wrote 2,979 tokens of replies in 258 s, 40% of its
-    11 minutes, and from the second line on its replies were notes about the JSON ('{offer} is a placeholder
-    for the actual offer ...'). Empty for any other record."""
+    """A record made only of lists of prose lines (a counterpart's replies), as one values piece per list, each
+    asking for the fewest lines its field allows, each line at most a third longer than the example's longest:
+    asked for whole, a small model spends minutes on it and drifts into notes about the JSON. Empty otherwise."""
     fields = record.model_fields
     if len(fields) < SPLIT_RECORD_LISTS or not all(
             typing.get_origin(f.annotation) is list and _is_str(next(iter(typing.get_args(f.annotation)), None))
@@ -169,9 +165,7 @@ def _metadata(annotation: Any) -> list[Any]:
 
 def _has_prose_lines(item: type[BaseModel], examples: list[BaseModel]) -> bool:
     """Whether the items of a list hold lines of prose (a fault's evidence log lines): such items are written
-    aside, each with the field guide. In the conversation, with the worked example in sight, the 1.5B gave an
-    irrigation pump's faults the Kubernetes example's log lines ('container restarted after exit code 137') in
-    every round of runs 7 and 9, reworded or not; the field descriptions carry their own examples of the shape."""
+    aside, each with the field guide, since a small model copies the worked example's lines when it sees them."""
     for name, info in item.model_fields.items():
         if typing.get_origin(info.annotation) is list and _is_str(next(iter(typing.get_args(info.annotation)), None)):
             lines = [v for example in examples for v in getattr(example, name)]
@@ -252,8 +246,7 @@ def max_tokens_for(piece: Piece, example: Domain) -> int:
 
 
 # A description's quoted example names ("..., e.g. 'dr_okafor', 'crew_bravo'."), left out where the keys are
-# asked for (the grammar holds their form): written out of the worked example's sight, the operating rooms' 1.5B
-# named its surgeons `crew_bravo` .. `crew_foxtrot` after the staff description's example.
+# asked for (the grammar holds their form): a small model would name every key after them.
 _EXAMPLE_IDS = re.compile(r",?\s*\(?e\.g\.\s.*?(?=\.\s|\.$|$)")
 
 
@@ -293,7 +286,7 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family,
 
 def stated_rules(domain_cls: type[Domain], piece: Piece) -> str:
     """The family's rules across fields (`Domain.RULES`) that read what this piece writes, stated before the model
-    writes it: found only afterwards, each such rule cost a capable model a repair round of its own."""
+    writes it: found only afterwards, each such rule costs a repair round of its own."""
     written = set(piece.model.model_fields) if piece.field is None else {piece.field}
     rules = domain_cls.rules_reading(written)
     return "".join(["\nRules it must meet with the rest of the domain:", *(f"\n- {r.says}" for r in rules)]) \
@@ -314,7 +307,7 @@ def piece_description(domain_cls: type[Domain], piece: Piece, pieces: list[Piece
 
 def named_description(domain_cls: type[Domain], field_name: str, pieces: list[Piece]) -> str:
     """A top-level field's description, with the placeholders `Domain.NAMED_LINES` declares for the field spelled
-    as names the draft has ('{component} ... {dependency}' -> 'pump-1 ... pump-2': the first placeholder the
+    as names the draft has ('{component} ... {dependency}' -> 'api-1 ... api-2': the first placeholder the
     first key of its list, the next the next key), so that the model writes lines with real names and the
     domain's `tidy` puts the placeholders back. Unchanged where the keys are not written yet."""
     return spelled(domain_cls, field_name, pieces, domain_cls.model_fields[field_name].description or "")
@@ -362,8 +355,7 @@ _LITERALS = set("./{}()*+?|$#")  # escaped in a pattern to stand for themselves
 
 def grammar_pattern(pattern: str) -> str:
     """`pattern` with \\d, \\w and \\s spelled out as character classes and an escaped literal (\\.) as a class of
-    one: llama.cpp rejects the grammar its own converter makes of those escapes (the reconciliation domain's date
-    pattern failed every design of that family)."""
+    one: llama.cpp rejects the grammar its own converter makes of those escapes."""
     out, i, in_class = [], 0, False
     while i < len(pattern):
         ch = pattern[i]
@@ -389,9 +381,8 @@ def grammar_pattern(pattern: str) -> str:
 def bounded_pattern(pattern: str, max_length: int) -> str:
     """A grammar-spelled `pattern` that a JSON string can hold and a small model cannot run on in: every `*` and
     `+` repeats at most `max_length` times, and a negated class leaves out `"` and `\\`. llama.cpp's converter
-    ignores maxLength where a string has a pattern, and a negated class lets the model close the string itself:
-    given `[^|:\\n]+` for a party's name, the 1.5B wrote the rest of the record, and then prose, inside the name
-    until the token limit cut it, eight requests running (the invoice-matching prompt)."""
+    ignores maxLength where a string has a pattern, and a negated class lets the model close the string itself
+    (then write the rest of the record inside it) or run on until the token limit."""
     out, i, in_class, negated = [], 0, False, False
     while i < len(pattern):
         ch = pattern[i]
@@ -419,8 +410,7 @@ _ATOM = re.compile(r"\[(?:\\.|[^\]\\])*\]|\\.|[^\\\[\](){}|*+?^$.]")
 def sized_pattern(pattern: str, min_length: int, max_length: int) -> str | None:
     """A pattern of single characters and classes, one of them repeated (`^[a-z][a-z0-9_]*$`, an identifier),
     with that repeat bounded so that the string's length is within [min_length, max_length]; None for any other
-    pattern. llama.cpp's converter ignores minLength and maxLength beside a pattern: the 1.5B wrote a one-letter
-    metric name where the schema asks for two, and the reply failed validation twice running (the SIEM prompt)."""
+    pattern. llama.cpp's converter ignores minLength and maxLength beside a pattern, so the reply can fail them."""
     start, end = pattern.startswith("^"), pattern.endswith("$") and not pattern.endswith("\\$")
     body = pattern[int(start):len(pattern) - int(end)]
     atoms, i = [], 0
@@ -465,10 +455,9 @@ def bounded(schema: Any) -> Any:
 
 def with_text_room(schema: Any) -> Any:
     """`schema` with each free text (no pattern, enum or format) given a quarter more room than its bound, plus 10
-    characters, up to MAX_FREE_CHARS: a grammar stops a text at its bound mid-phrase (a pump's 80-character role
-    ended '... on a 20' in the fresh-clone runs), the parse cuts a longer one back to whole sentences or phrases
-    (`chat.cut_text`). Only for the grammar: a text with placeholders keeps the pattern its own bound sizes (a
-    pattern's stretches sized for the room let the 1.5B close a late-start line without its {staff})."""
+    characters, up to MAX_FREE_CHARS: a grammar stops a text at its bound mid-phrase, the parse cuts a longer one
+    back to whole sentences or phrases (`chat.cut_text`). A text with placeholders keeps the pattern its own
+    bound sizes (stretches sized for the room let a model close the line before its placeholders)."""
     if isinstance(schema, list):
         return [with_text_room(v) for v in schema]
     if not isinstance(schema, dict):
@@ -590,8 +579,7 @@ def _name_of(value: Any) -> str | None:
 
 def _whole_at_the_cap(text: str) -> str:
     """A text the grammar stopped at MAX_FREE_CHARS mid-sentence (its schema allows more), cut back to its whole
-    sentences: the pumps' summary ended '... check the pump's motor and shaft for any signs of wear or' (the
-    parse cuts only a text past its schema's bound)."""
+    sentences (the parse cuts only a text past its schema's bound)."""
     if len(text) < MAX_FREE_CHARS - 2 or text.endswith((".", "!", "?")):
         return text
     return cut_text(text, len(text))
@@ -617,15 +605,12 @@ _CLAUSE_END = re.compile(r"[.;!?](?:\s+|$)")
 
 def without_loop(text: str) -> str:
     """`text` cut before the first clause (between '.', ';', '!' or '?') of three words or more that it already
-    said: the pumps' 1.5B wrote a runbook 'check_pressure gauge; if reading is below setpoint, check if pump is
-    running; if pump is running, check if pressure is below setpoint; if pressure is below setpoint, check if
-    pump is running; ...' until the grammar's bound cut it mid-clause. Unchanged where nothing repeats."""
+    said: a small model can go round the same clauses until the grammar's bound cuts it. Unchanged otherwise."""
     seen: set[str] = set()
     start, last = 0, None
     for end in [m.end() for m in _CLAUSE_END.finditer(text)] + [len(text)]:
         clause = " ".join(re.findall(r"[\w{}'%-]+", text[start:end].lower()))
-        # a clause of a word or two loops when it comes right after itself or the end of the one before: the
-        # supplier's constraint '... this term? (Y/N) Y/N? Y/N? Y/N? ...'
+        # a clause of a word or two loops when it comes right after itself or the end of the one before ('Y/N? Y/N?')
         short = 0 < len(clause.split()) <= 2 and last is not None and f" {last}".endswith(f" {clause}")
         if (len(clause.split()) >= 3 and clause in seen) or short:
             kept = text[:start].rstrip()
@@ -636,11 +621,10 @@ def without_loop(text: str) -> str:
 
 
 def drop_repeated_prose(value: Any) -> Any:
-    """The draft without a sentence repeated inside one list (a small model's loop: the same log line written
-    three times as a fault's evidence; the first stays), a log line the same but for its level too (the pumps'
-    1.5B wrote one sentence as ERROR, WARN and INFO, 2026-12-06), and without list items that are JSON debris
-    ('INFO {component} ]', where the grammar held the 1.5B to more lines than it had): the list then comes up
-    short and is completed line by line. Short strings (names, enum values) are left alone."""
+    """The draft without a sentence repeated inside one list (a small model's loop; the first stays), or repeated
+    but for its log level, and without list items that are JSON debris ('INFO {component} ]', where the grammar
+    held the model to more lines than it had): the list then comes up short and is completed line by line. Short
+    strings (names, enum values) are left alone."""
     if isinstance(value, dict):
         return {k: drop_repeated_prose(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -667,8 +651,7 @@ def unlevelled(line: str) -> str:
 
 def distinct_references(data: dict[str, Any], domain_cls: type[Domain]) -> dict[str, Any]:
     """The draft with a key repeated inside one list of references listed once: the grammar bounds such a list
-    (at most 8) but cannot ask its values to differ, and the operating rooms' 1.5B filled every site's
-    capabilities and every surgeon's skills with one key six times over."""
+    (at most 8) but cannot ask its values to differ, and a small model fills it with one key over and over."""
     data = dict(data)
     for path in domain_cls.REFERENCES:
         list_name, field_name = path.split(".")
@@ -684,8 +667,7 @@ def distinct_references(data: dict[str, Any], domain_cls: type[Domain]) -> dict[
 def thin_repeats(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     """The draft with a sentence written three times or more across its lists dropped from the lists that keep
     their minimum without it, the last ones first, until it is written fewer than three times (never a word
-    added or changed): the supplier's 1.5B gave 'This is as far as I can go: {offer}.' as an opening, a counter
-    and a final, and three personas one style tell; one repair request per copy did not fit its 10 minutes."""
+    added or changed): a small model reuses one sentence across lists, and a repair request per copy is too slow."""
     data = json.loads(json.dumps(data))  # a copy the caller's draft does not share
     lists: list[tuple[list, int]] = []
     _string_lists(data, model, lists)

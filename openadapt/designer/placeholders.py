@@ -1,11 +1,9 @@
 """A domain text's placeholders held by the grammar: the `{name}`s a text may use, and those it must use, read from
 the family's own checks and compiled into the pattern its piece is asked for under.
 
-A small model writes placeholders the family does not fill (`{dependency}` in a Kubernetes noise line, `{colleague}`
-in a helpdesk subject) and leaves out required ones (`{staff}` and `{time}` in an operating room's late start), and
-asked again it repeats the mistake: in the first 14-prompt benchmark five prompts ended with such problems left.
-Under the pattern neither can be written. The rules are not restated here: each text of the family's worked
-examples is probed through `Family.parse_domain` (the checks stay the one authority), once with an unknown
+A small model writes placeholders the family does not fill and leaves out required ones, and asked again it repeats
+the mistake. Under the pattern neither can be written. The rules are not restated here: each text of the family's
+worked examples is probed through `Family.parse_domain` (the checks stay the one authority), once with an unknown
 placeholder in it (the check answers "allowed here: ...") and once with its placeholders spelled out (it answers
 "must contain ..."). A rule is used only where every text of that field, in every example, gives the same one: a
 rule that depends on the domain's own data (an assessment's slot names) is left to the checks.
@@ -120,30 +118,24 @@ PLACEHOLDER_CHARS = 12  # room kept for each placeholder written (`{component}` 
 
 
 def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int = 0, digits: bool = True) -> str:
-    """A grammar-ready pattern for a text of at most `max_length` characters under `rule`: any character but a
-    brace, or an allowed placeholder; each required placeholder at least once (two in either order; of three or
-    more none is enforced: the orders are not spelled out). The stretches of text before, between and after the
-    required ones share the length: each bounded on its own to the whole length, they let the 1.5B run a
-    late-start message to the token limit without writing `{time}` (four of the operating rooms' lists of lines,
-    cut off at 178-205 tokens). A text with no required placeholder holds `min_length` characters or placeholders
-    (llama.cpp ignores minLength beside a pattern: a Kubernetes background line came back empty). Without
-    `digits`, the text holds no figure (`Domain.NO_DIGITS`)."""
+    """A grammar-ready pattern for a text of at most `max_length` characters under `rule`: any character but a brace, or
+    an allowed placeholder; each required placeholder at least once (two in either order; of three or more none is
+    enforced: the orders are not spelled out). The stretches of text before, between and after the required ones share
+    the length: each bounded on its own to the whole length, they let a small model run to the token limit without
+    writing the placeholder. A text with no required placeholder holds `min_length` characters or placeholders
+    (llama.cpp ignores minLength beside a pattern). Without `digits`, the text holds no figure (`Domain.NO_DIGITS`)."""
     allowed, required = rule
     required = required if len(required) <= 2 else ()
     # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and there is
-    # no quote (bounded_pattern leaves `"` and `\` out of the class). Allowed escaped, quotes ended an operating
-    # room's 'prefers before' lines in `\", \", \", ...` until the token limit.
+    # no quote (bounded_pattern leaves `"` and `\` out of the class): allowed escaped, quotes can loop to the limit.
     char = r"[^{}\n\r\t]" if digits else r"[^{}\n\r\t0-9]"
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
-    # the stretches split the room evenly, so the whole stays within the bound: with twice that each, the 1.5B
-    # still filled both stretches of an operating room's routine note and overshot its 200 characters
+    # the stretches split the room evenly, so the whole stays within the bound (a small model fills every stretch)
     stretch = max(1, room // (len(required) + 1))
     run = f"{free}{{0,{stretch}}}"
-    # One required placeholder comes first or after a space or a mark, never inside a word: forced in where its
-    # stretch ran out, the supplier's 1.5B wrote 'Please{offer}.' and 'the packaging terms{top} meet ...'. (Two
-    # keep the plain stretches: so constrained, the 0.5B wrote late starts of '{time} - {time} - ...' to the
-    # token limit.)
+    # One required placeholder comes first or after a space or a mark, never glued inside a word where its stretch
+    # ran out. (Two keep the plain stretches: so constrained, a small model loops on the placeholders.)
     lead = f"({run}{_BEFORE_PLACEHOLDER})?" if len(required) == 1 else run
     body = (lead + "".join(f"[{{]{name}[}}]{run}" for name in required) if required else
             f"{free}{{{min(min_length, stretch)},{stretch}}}")
@@ -200,8 +192,7 @@ def with_placeholders(schema: dict[str, Any], family: Family, path: str,
                                       for k in kinds)
 
     def constrain(prop: dict[str, Any], at: str, of_kind: str | None) -> None:
-        # `X | None` is an anyOf: the supplier's third issue, whose constraint may be null, wrote its reveal
-        # without {value} where the first two (required, a plain $ref) could not
+        # `X | None` is an anyOf, whose $ref is held to the rules as a plain $ref is
         ref = prop.get("$ref") or next((p["$ref"] for p in [*prop.get("allOf", []), *prop.get("anyOf", [])]
                                         if "$ref" in p), None)
         if ref:

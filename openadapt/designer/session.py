@@ -78,8 +78,7 @@ class Session:
         the backend's for this request (a repeat asked again gets more varied words), and `reseed` is added to its
         seed (asked again in the same words, the model gives the same answer at any temperature). `turn` is the
         request as the conversation records it (default: the instruction): a short one costs the next conversation
-        request less to evaluate (five faults asked aside with the field guide cost 2,000-odd prompt tokens
-        more), and `recorded` the answer as it records it (default: the reply)."""
+        request less to evaluate, and `recorded` the answer as it records it (default: the reply)."""
         self.deadline.check()
         task = self.prefix[1]["content"].split("\n\nYou will write")[0] if len(self.prefix) > 1 else ""
         messages = [self.prefix[0], {"role": "user", "content": f"{task}\n\n{instruction}"}]
@@ -87,8 +86,8 @@ class Session:
         completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens,
                                            **hotter)
         self.record(completion, key, aside=True)
-        if completion.truncated:  # out of room, like `ask`: once more with twice the room (an assessment's
-            self.deadline.check()  # criterion written aside was cut at 1,297 tokens)
+        if completion.truncated:  # out of room, like `ask`: once more with twice the room
+            self.deadline.check()
             completion = self.backend.complete(messages, schema=schema or _schema(model), max_tokens=max_tokens * 2,
                                                **hotter)
             self.record(completion, key, aside=True)

@@ -29,6 +29,7 @@ from openadapt.designer.family_design import (
     pick_example,
 )
 from openadapt.designer.session import Session
+from openadapt.designer.switches import checked
 from openadapt.families import all_families
 from openadapt.families.base import Family
 from openadapt.families.docs import schema_tables
@@ -74,21 +75,21 @@ def domain_rules(domain: type[Domain]) -> list[str]:
     return lines + [rule.says for rule in domain.RULES]
 
 
-def whole_request(task: str, family: Family, example: Domain) -> str:
+def whole_request(task: str, family: Family, example: Domain, state_rules: bool = True) -> str:
     """The one request for the whole domain: the task, the family and what its tiers change, its fields, its
-    rules, and one example domain of another world (the shape, never the content)."""
+    rules (`state_rules`), and one example domain of another world (the shape, never the content)."""
     tiers = "\n".join(f"- ECI {t}: {family.tier_changes[t]}" for t in sorted(family.tier_changes))
-    rules = "\n".join(f"- {line}" for line in domain_rules(family.domain))
+    rules = ("Rules it must meet across its fields:\n" + "\n".join(f"- {line}" for line in domain_rules(
+        family.domain)) + "\n\n") if state_rules else ""
     shown = json.dumps(example.model_dump(mode="json"), ensure_ascii=False)
     return (f"The task:\n> {task}\n\nWrite the domain of a `{family.name}` environment for this task. The family: "
             f"{family.summary}. Its mechanics are fixed code; the domain is the data they run on, every name, "
             f"number and text the agent meets. What each tier (ECI 1-5) changes:\n{tiers}\n\n"
             f"The domain is one JSON object with these fields (nested records below it):\n\n"
-            f"{schema_tables(family.domain)}\nRules it must meet across its fields:\n{rules}\n\n"
-            f"A domain of this family for ANOTHER world, to show the shape only (never copy its names, texts or "
-            f"numbers):\n{shown}\n\nWrite this task's world as one of its experts knows it: its own parts, people, "
-            "records, figures and phrases, realistic and varied. Answer with the whole domain as one JSON object, "
-            "nothing else.")
+            f"{schema_tables(family.domain)}\n{rules}A domain of this family for ANOTHER world, to show the shape "
+            f"only (never copy its names, texts or numbers):\n{shown}\n\nWrite this task's world as one of its "
+            "experts knows it: its own parts, people, records, figures and phrases, realistic and varied. Answer "
+            "with the whole domain as one JSON object, nothing else.")
 
 
 def revision_request(problems: list[DomainProblem]) -> str:
@@ -131,8 +132,9 @@ class WholeDomainDesigner:
 
     def __init__(self, backend: ChatBackend, name: str, task: str, *, families: list[Family] | None = None,
                  progress: Progress | None = None, kind: str = "openai-compatible",
-                 deadline: Deadline = NO_DEADLINE):
+                 deadline: Deadline = NO_DEADLINE, off: frozenset[str] = frozenset()):
         self.backend, self.name, self.task, self.deadline = backend, name, task, deadline
+        self.off = checked(off)  # the designer's switches turned off (`switches.SWITCHES`): measurements only
         self.families = families or all_families()
         self.progress = progress or (lambda phase, attempt, detail: None)
         self.choice: FamilyChoice | None = None
@@ -146,7 +148,8 @@ class WholeDomainDesigner:
         info = backend.describe()
         self.info = DesignerInfo(backend=kind, model=info.model, base_url=info.base_url, model_sha256=info.sha256,
                                  settings={**info.sampling.model_dump(), "threads": info.threads,
-                                           "n_ctx": info.n_ctx, "design_mode": "whole"})
+                                           "n_ctx": info.n_ctx, "design_mode": "whole",
+                                           **({"switched_off": sorted(self.off)} if self.off else {})})
 
     @property
     def deterministic(self) -> bool:
@@ -194,10 +197,11 @@ class WholeDomainDesigner:
         revise it while the checks find problems, at most MAX_REVISIONS times."""
         note, rounds, found, data = first_note, [], [], None
         try:
-            for revision in range(MAX_REVISIONS + 1):
+            revisions = 0 if "revise" in self.off else MAX_REVISIONS
+            for revision in range(revisions + 1):
                 data, found = self._ask(note, attempt, revision)
                 rounds.append(len(found))
-                if not found or revision == MAX_REVISIONS:
+                if not found or revision == revisions:
                     break
                 note = revision_request(found)
                 self.progress("revising", attempt, f"{len(found)} problem(s), e.g. {str(found[0])[:140]}")
@@ -222,7 +226,8 @@ class WholeDomainDesigner:
         """One request: the whole domain (note None), or a revision of the latest draft; its data and problems."""
         self.deadline.check()
         messages = [{"role": "system", "content": SYSTEM},
-                    {"role": "user", "content": whole_request(self.task, self._family, self._example)}]
+                    {"role": "user", "content": whole_request(self.task, self._family, self._example,
+                                                              state_rules="state_rules" not in self.off)}]
         if note is not None:
             messages += [{"role": "assistant", "content": self._draft_text}, {"role": "user", "content": note}]
         began = time.monotonic()

@@ -17,9 +17,8 @@ Contracts:
 
 Threads: `--threads`, else `OPENADAPT_THREADS`, else the cores idle when the designer first starts (the cores
 this process may use, less the load average, at least 1 and at most 8). llama.cpp's worker threads wait for each
-other at every layer, so a descheduled worker stalls all of them: on 2 cores shared with a training run, 1 thread
-was 8x faster than 2; on the same 2 cores idle, 2 threads generated 23 tokens/s against 14.7 for 1. Each output
-value of a matrix product is computed by one thread, so the thread count does not change what the model writes.
+other at every layer, so a descheduled worker stalls all of them (on 2 busy cores, 1 thread ran 8x faster than 2).
+Each output value of a matrix product is computed by one thread, so the thread count does not change the text.
 """
 
 from __future__ import annotations
@@ -155,9 +154,8 @@ AMX_NOTE = ("this llama.cpp was built with its AMX kernels, which crash on Q4_K 
 
 
 def amx_build(llama_cpp: Any) -> bool:
-    """Whether this llama.cpp holds its AMX kernels: a `-march=native` build on a Sapphire Rapids Xeon does, and
-    on this project's 2-core Xeon they segfaulted in the first matrix product of either Q4_K_M model
-    (`ggml_backend_amx_mul_mat`, 2026-12-02), in the tests and in `openadapt generate` alike."""
+    """Whether this llama.cpp holds its AMX kernels (a `-march=native` build on a Sapphire Rapids Xeon does): on
+    some Xeons they segfault in the first matrix product of a Q4_K model (`AMX_NOTE`)."""
     return "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode("utf-8", "replace")
 
 

@@ -1,19 +1,14 @@
 """Saved KV states: a long conversation interrupted by a short request aside resumes without re-evaluating.
 
-llama.cpp holds one context. The designer's conversation grows to thousands of tokens, and a request aside (a
-short fresh context: the task and one instruction) overwrites it, so the next conversation request evaluated its
-whole prompt again: 80 s on a loaded 2-core machine for a 1.5B model. Before a request throws away most of a long
-context, that context's state is saved; a request that continues a saved context more than the current one loads
-it back (a memory copy, well under a second). Only contexts about to be lost are saved, so a conversation that
-never leaves costs nothing. Of the saved states, those that cost most to evaluate again are kept, and a state that
-a newer one continues is dropped: kept by age, five faults written aside one after another pushed the
-conversation out, and the piece after them evaluated its 4,764 tokens again (107 s, the irrigation-pumps prompt).
-The newest state is always kept, beside the costliest of the others. A design starts with none (`new_design`, from
-`LocalLLM.new_design`): kept by cost across designs, the longer states of the design before (a benchmark's
-previous prompt, a curriculum's previous tier) pushed a new design's conversation out the moment it was saved,
-and the helpdesk prompt evaluated 3,684 and 4,450 tokens again (97 s and 105 s of its 10 minutes). Ranked by how
-much of the request a state shares instead, pieces aside (which share their instruction's preamble) pushed the
-conversation out again.
+llama.cpp holds one context. The designer's conversation grows to thousands of tokens, and a request aside (a short
+fresh context: the task and one instruction) overwrites it, so the next conversation request would evaluate its
+whole prompt again (over a minute on a busy 2-core machine). Before a request throws away most of a long context,
+that context's state is saved; a request that continues a saved context more than the current one loads it back (a
+memory copy, well under a second). Only contexts about to be lost are saved, so a conversation that never leaves
+costs nothing. The newest state is kept, beside the costliest of the others to evaluate again, and a state that a
+newer one continues is dropped: kept by age or by how much of the request they share, states of a run of requests
+aside would push the conversation out. A design starts with none (`new_design`, from `LocalLLM.new_design`), or the
+longer states of the design before would push its conversation out.
 """
 
 from __future__ import annotations

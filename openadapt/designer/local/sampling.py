@@ -1,9 +1,8 @@
 """Grammar-constrained sampling that checks the likeliest tokens against the grammar first.
 
-llama.cpp's grammar sampler checks every token of the vocabulary against the grammar at every step: Qwen's
-151,936 tokens took 52 ms a step inside a JSON string on this project's 2-core machine, more than the 1.5B
-model's own forward pass (43 ms a token on 2 threads), which is why schema-constrained replies came out at about
-half the speed of free ones (`python benchmarks/local_llm.py`). `TopKGrammar` stands in the sampling chain where
+llama.cpp's grammar sampler checks every token of the vocabulary against the grammar at every step: for Qwen's
+152k tokens that costs more than a small model's forward pass, and halves the speed of schema-constrained replies
+(`python benchmarks/local_llm.py`). `TopKGrammar` stands in the sampling chain where
 the grammar sampler stood: it checks the `k` likeliest tokens first and keeps those the grammar allows; only when
 none of them is allowed does it check the whole vocabulary. This is how llama.cpp's own tools avoid the cost
 (they sample first and check the one token); checking k tokens keeps the chain's seeded sampling as it is.

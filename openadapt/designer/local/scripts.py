@@ -1,11 +1,10 @@
 """Keep a constrained reply in the scripts its conversation is written in.
 
-Qwen's small models drift into another script mid-sentence: the daily sales report's look-alike name came back
-'Daily Sales Report Overflow Yard (더{name})' in two runs (the same seed), a supplier's constraint hint
-'fixed at ￥{counterpart} per unit'. The checks find it, but the rewrite asked for drifted again. A grammar can
-forbid it outright: every negated character class of the reply's GBNF (a free string's `char`, a pattern's
-`[^{}]`, the dot) also excludes the scripts a text's check flags (`families.domain.FOREIGN_SCRIPTS`), unless
-the conversation itself uses one of them (a task written in Japanese gets its reply in Japanese).
+Qwen's small models drift into another script mid-sentence ('(더{name})', '￥{counterpart}'). The checks find it, but
+the rewrite drifts again. A grammar can forbid it outright: every negated character class of the reply's GBNF (a
+free string's `char`, a pattern's `[^{}]`, the dot) also excludes the scripts a text's check flags
+(`families.domain.FOREIGN_SCRIPTS`), unless the conversation itself uses one of them (a task written in Japanese
+gets its reply in Japanese).
 """
 
 from __future__ import annotations

@@ -34,14 +34,14 @@ _EXAMPLE = re.compile(r"[,;]?\s*\(?e\.g\.\s*(?<![A-Za-z])'.*?'(?![A-Za-z])\)?")
 
 
 def without_examples(description: str) -> str:
-    """A field description without its quoted examples ("..., e.g. 'ERROR pump-1 request to pump-2 timed out'.")."""
+    """A field description without its quoted examples ("..., e.g. 'ERROR api-1 request to db-1 timed out'.")."""
     return _EXAMPLE.sub("", description).strip()
 
 
 def identity(piece: Piece, without: str | None = None) -> str:
     """What tells an item from its siblings: its short fields (its key, its fix, its kind...), as JSON, `without`
-    the one being rewritten (shown what it copied, the 1.5B writes it back). A small model asked for "a
-    different text" with nothing to say about this item writes its siblings' text again."""
+    the one being rewritten (shown what it copied, a small model writes it back). Asked for "a different text"
+    with nothing to say about this item, a small model writes its siblings' text again."""
     data = piece.value.model_dump(mode="json")
     short = {k: v for k, v in data.items() if isinstance(v, str | int | float) and len(str(v)) < 40 and k != without}
     return json.dumps(short, ensure_ascii=False)

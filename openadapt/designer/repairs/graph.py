@@ -15,7 +15,7 @@ class GraphRepairs(RepairBase):
     def _deepen(self, problem: DomainProblem) -> bool:
         """A graph too shallow for its family (no chain of three components) is deepened one link at a time: the
         item at the end of a longest chain is asked which later item it needs, among names that keep the graph
-        acyclic. The model chooses the link, the program only where one is missing: rewriting the items gave
+        acyclic. The model chooses the link, the program only where one is missing: rewriting the items gives
         the same shallow graph back."""
         list_name = problem.path.removeprefix("domain.")
         domain = self._family.domain

@@ -31,7 +31,7 @@ class KeyRepairs(RepairBase):
         single = create_model("NewKey", name=(keys_piece.model.model_fields["items"].annotation.__args__[0], ...))
         taken = ", ".join(keys_piece.value.items)
         keys = keys_piece.value.items
-        # A key given to several items (a small model's 'pump_fails' five times) is renamed for this item alone;
+        # A key given to several items (a small model's one name for five faults) is renamed for this item alone;
         # a key of its own is renamed everywhere it is used (the item and every reference to it).
         shared = keys.count(old) > 1
         copy = shared or problem.code in (Code.NUMBERED_COPY, Code.COPIED, Code.DESCRIBED)
@@ -45,8 +45,8 @@ class KeyRepairs(RepairBase):
                     reseed=tries)).name
             except (ReplyError, ValidationError):
                 return False
-            # The old name numbered is refused twice (the supplier's 'rate_hawk' -> 'rate_hawk2'); with words added
-            # once, then kept, which the check passes (the daily sales' 'inventory_flow' -> 'weekly_inventory_flow').
+            # The old name numbered ('rate_hawk2') is refused twice; with words added ('weekly_rate_hawk') once,
+            # then kept, which the check passes.
             copied = extends(new, old) if not tries else key_base(new) == key_base(old)
             if new.lower() not in {k.lower() for k in keys} and not (copy and copied):
                 break
@@ -67,12 +67,11 @@ class KeyRepairs(RepairBase):
         return True
 
     def _distinct_keys(self, piece: Piece) -> bool:
-        """A list of keys with repeats (a small model names five faults 'pump_fails'), or mostly numbered copies of
-        one name where the domain wants varied keys ('pump-1' .. 'pump-6'), keeps its distinct keys (and the first
-        half of the copies) and is completed one new key at a time, each different from those it has and no
-        numbered copy of a repeated one: asked for the whole list again, the model sent the same repeats back, and
-        asked to rename one, it answered 'pump_fails_2'. Each is sampled hotter (REPEAT_TEMPERATURE): the model
-        has repeated itself."""
+        """A list of keys with repeats, or mostly numbered copies of one name where the domain wants varied keys
+        ('unit-1' .. 'unit-6'), keeps its distinct keys (and the first half of the copies) and is completed one new
+        key at a time, each different from those it has and no numbered copy of a repeated one: asked for the whole
+        list again, a small model sends the same repeats back, and asked to rename one, it numbers it. Each is
+        sampled hotter (REPEAT_TEMPERATURE): the model has repeated itself."""
         keys = list(piece.value.items)
         copies = set(numbered_copies(keys)) if piece.field in self._family.domain.VARIED_KEYS else set()
         kept: list[str] = []
@@ -111,10 +110,9 @@ class KeyRepairs(RepairBase):
 
     def _default_name(self, problem: DomainProblem) -> bool:
         """A name repeated within a record (`names_differ`: the five tool names all 'submit_diagnosis') takes
-        its field's default where the schema has one no other field of the record uses: no request. Asked to
-        rename each field aside, the 1.5B spent four to eight requests on the pumps' tools (about 40 s), and the
-        time limit came first. The first of the repeats keeps the name, unless every field had it (then it was
-        never this field's name either)."""
+        its field's default where the schema has one no other field of the record uses: no request (one per field
+        is too slow). The first of the repeats keeps the name, unless every field had it (then it was never this
+        field's name either)."""
         match = re.match(r"^domain\.(\w+)\.(\w+)$", problem.path)
         if not match or problem.code != Code.NAME_CLASH:
             return False
@@ -148,10 +146,7 @@ class KeyRepairs(RepairBase):
         """An item of a keyed list that still has two or more problems after a round of repairs was given to it
         is dropped, where the list keeps more items than its schema needs, the draft has fewer problems without it
         and nothing else names its key: its repairs have failed once, and the rest of the domain does not need it.
-        The helpdesk's third scenario, 'priority_assignment' (skills 'priority' and 'urgent_priority', categories
-        'high', 'low'...), held three of the draft's four problems after two rounds and two attempts; its two
-        sound scenarios were enough. `tries` counts, per item, the rounds that found it wrong (kept by the caller
-        across rounds)."""
+        `tries` counts, per item, the rounds that found it wrong (kept by the caller across rounds)."""
         dropped = False
         for name in self._family.domain.KEYS:
             items = [p for p in self._pieces if p.field == name and p.index is not None and not p.keys]
@@ -179,8 +174,7 @@ class KeyRepairs(RepairBase):
     def _fewer_without(self, piece: Piece, problems: list[DomainProblem]) -> bool:
         """Whether the draft without the item has fewer problems, none of them the list now too short: not when
         the domain's own checks need as many items as there are (a report's three report types, a scheduling
-        day's sites). The daily sales report's KPI with two problems was dropped for one ('has 3 item(s); at
-        least 4 are needed'), and the time ran out rewriting the others to make up for it."""
+        day's sites): the list then needs a new item, which costs more than the repairs saved."""
         pieces = self._pieces
         self._pieces = [p for p in pieces if p is not piece]
         try:

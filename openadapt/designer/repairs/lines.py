@@ -19,11 +19,9 @@ class LineRepairs(RepairBase):
     def _top_up(self, problem: DomainProblem) -> bool:
         """A list of lines left too short (a small model writes one line several times; repeats are dropped) is
         completed one new line at a time, each different from those it has: asking for the whole list again
-        gets the same repeats back. So is a list of lines inside an item (`faults[1].evidence`, one line short
-        once its repeat was dropped: run 20 rewrote the whole fault for it, and got the repeat back), asked for
-        aside with the item's identity and different from the lines of every item; and a list of lines of a record
-        of the domain (`messages.anchors`: the packaging supplier's whole replies record was written again for it
-        four rounds running, one anchor line each time)."""
+        gets the same repeats back. So is a list of lines inside an item (`faults[1].evidence`), asked for aside
+        with the item's identity and different from the lines of every item, and a list of lines of a record of
+        the domain (`messages.anchors`): rewriting the whole item or record brings the repeat back."""
         wanted = problem.minimum if problem.code == Code.TOO_FEW else None
         nested = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)$", problem.path)
         record = re.match(r"^(domain\.\w+)\.(\w+)$", problem.path)  # a list of a record (messages.anchors)
@@ -44,7 +42,7 @@ class LineRepairs(RepairBase):
         if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
             return False
         # Distinct as the draft has them, tidied: two lines that tidy to one, or differ only in their level, count
-        # once (a line kept here that the draft then drops left the pumps' evidence one line short, 2026-12-06).
+        # once (a line kept here that the draft then drops would leave the list short).
         lines, tidied, draft = [], set(), self._draft()
         # no family tidies a record's lines
         where = ((piece.field, piece.index, at) if nested
@@ -69,10 +67,9 @@ class LineRepairs(RepairBase):
         one = create_model("OneLine", line=(typing.get_args(info.annotation)[0], ...))
         schema = with_placeholders(bounded(one.model_json_schema()), self._family, f"{problem.path}[0]", "line")
         # After a repeat, the rest is sampled hotter (at 0.2 the model repeats again) and each request with another
-        # seed: with the same words and seed, run 14's 1.5B sent one symptom line back four times at 0.9.
+        # seed: with the same words and seed, even a hot request sends the same line back.
         repeated, hot = "", False
-        # a list of names is asked for a name: asked for "one more line" of the staff names, the helpdesk's 1.5B
-        # answered 'staff_names' until the tries ran out
+        # a list of names is asked for a name: asked for "one more line", a small model answers the list's name
         kind = "line" if any(is_prose(line) for line in items) else "name"
         for tries in range(2 * need):
             if len(lines) >= need:
@@ -81,8 +78,7 @@ class LineRepairs(RepairBase):
             shown = [spelled(self._family.domain, piece.field, self._pieces, line) for line in lines] + others
             world = self._world_so_far() if nested or record else ""
             try:
-                # after a repeat, the description without its example: run 15's 1.5B wrote the example back six
-                # times ('ERROR pump-1 request to pump-2 timed out', already the first line)
+                # after a repeat, the description without its example, which a small model writes back
                 line = self._session.ask_aside(
                     f"{world}{repeated}Write one more {kind} for {whose} "
                     f"({without_examples(guide) if hot else guide}) as JSON "
@@ -118,7 +114,7 @@ class LineRepairs(RepairBase):
         return True
 
     def _tidied(self, draft: dict, field_name: str, index: int | None, attr: str | None, line: str) -> str:
-        """One line of a list as the domain's tidy leaves it in `draft` ('pump-1 ... pump-2' -> '{component}
+        """One line of a list as the domain's tidy leaves it in `draft` ('api-1 ... api-2' -> '{component}
         ... {dependency}'): of a top-level list, or of list `attr` of item `index`. The draft is built once per
         top-up, not once per line."""
         if index is None:

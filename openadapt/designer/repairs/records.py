@@ -25,7 +25,7 @@ class RecordRepairs(RepairBase):
     def _rename_nested(self, problem: DomainProblem) -> bool:
         """The name of a record in an item's list (`faults[0].metrics[1].name`) that repeats another's or copies
         the worked example is asked for alone, aside, under the name field's own pattern, different from its
-        siblings' names: rewriting the whole fault gave run 16's 1.5B four `water_pressure` readings again."""
+        siblings' names: a small model rewriting the whole item repeats the name again."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]\.(name|id)$", problem.path)
         if not match or not (problem.code == Code.DUPLICATE_NAME or problem.code in FROM_EXAMPLE):
             return False
@@ -64,10 +64,8 @@ class RecordRepairs(RepairBase):
     def _choose_defined(self, problem: DomainProblem, done: set[str]) -> bool:
         """A reference inside an item to something the domain does not define (`items[1].location`,
         `suppliers[2].offers[0].item`), or a list of them (`scenarios[0].escalate_categories`), is chosen again
-        among those defined, the grammar holding it to them: the helpdesk's 1.5B escalated 'legal_threat',
-        'data_loss' and 'financial_risk' in a scenario whose skills handled sales categories only, and the
-        warehouse's offered 'item1' .. 'item4'; rewriting the whole item (every skill, every offer again) left them
-        so, or made more."""
+        among those defined, the grammar holding it to them: rewriting the whole item leaves a small model's
+        made-up references as they were, or makes more."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?(?:\.(\w+))?$", problem.path)
         if not match or problem.code != Code.UNKNOWN_REFERENCE or not problem.choices:
             return False
@@ -97,8 +95,7 @@ class RecordRepairs(RepairBase):
             return True
         done.add(at)
         choices = known = list(problem.choices)
-        if sub is not None:  # not what its siblings name (a supplier offers an item once: the warehouse's 1.5B
-            # chose 'inventory' for all eight offers of three suppliers)
+        if sub is not None:  # not what its siblings name (a supplier offers an item once)
             taken = {r.get(sub) for j, r in enumerate(records) if j != int(k) and isinstance(r, dict)}
             choices = [c for c in choices if c not in taken] or choices
         if many:  # not what the item's other lists of such names hold (a scenario escalates or defers a category)
@@ -108,7 +105,7 @@ class RecordRepairs(RepairBase):
             owner_model = list_item_model(piece.model.model_fields["items"].annotation) if whole else piece.model
             info = owner_model.model_fields[name]
             least = next((m.min_length for m in info.metadata if getattr(m, "min_length", None) is not None), 1)
-            # as many as it named (asked for up to the schema's most, the helpdesk's 1.5B listed the first six)
+            # as many as it named (asked for up to the schema's most, a small model lists the first that many)
             most = min(len(choices), max(least, len(value)), next(
                 (m.max_length for m in info.metadata if getattr(m, "max_length", None) is not None), len(choices)))
             if least > most:
@@ -147,9 +144,7 @@ class RecordRepairs(RepairBase):
     def _rename_listed(self, problem: DomainProblem, done: set[str]) -> bool:
         """The name of an item that is no key (`victim_metrics[0].name`), copied from the worked example or
         repeating another, and still wrong once asked for alone (`_reword`), is chosen among three new names the
-        model gives at once, hotter, under the field's own pattern: the first that clears the problem is kept.
-        The SIEM's victim metric came back as the web-service examples' `error_rate_pct` asked alone and rewritten
-        whole, round after round (2026-12-05)."""
+        model gives at once, hotter, under the field's own pattern: the first that clears the problem is kept."""
         match = re.match(rf"^domain\.(\w+)\[(\d+)\]\.({NAME_FIELDS})$", problem.path)
         if not match or not (is_copy(problem) or problem.code in RENAMED_FOR):
             return False
@@ -200,9 +195,7 @@ class RecordRepairs(RepairBase):
     def _rename_in_record(self, problem: DomainProblem, done: set[str]) -> bool:
         """An identifier of a record of the domain (`header.date_field`, `record_table.id_column`) copied from the
         worked example or clashing with another name is chosen among three values (`_other_value`), not the
-        whole record written again: rewritten whole four times over two attempts, the daily sales report's
-        header kept the warehouse example's `week_start` and its record table kept `sale_id`, the subjects' key
-        too (2026-12-06)."""
+        whole record written again: rewritten whole, a record keeps the copied identifier."""
         match = re.match(r"^domain\.(\w+)\.(\w+)$", problem.path)
         if not match or not (is_copy(problem) or problem.code in (Code.DUPLICATE_NAME, Code.NAME_CLASH)):
             return False
@@ -253,10 +246,8 @@ class RecordRepairs(RepairBase):
     def _drop_surplus(self, problem: DomainProblem) -> bool:
         """A record of an item's list that is wrong as a whole (`faults[0].metrics[3]`: healthy and faulty values
         equal) is dropped where the list has more records than its schema needs: nothing is lost, and no request
-        is spent. Asked for again alone, the pumps' fourth reading came back with equal values in both attempts
-        of a 20-minute run. So is a line of such a list that still copies an example after a round asked for it
-        again (the supplier's third persona kept its field description's style tell "We don't really do
-        discounts on list prices." beside one of its own, asked for again twice)."""
+        is spent (asked for again, such a record tends to come back the same). So is a line of such a list that
+        still copies an example after a round asked for it again."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)\[(\d+)\]$", problem.path)
         if not match or problem not in self._check():
             return False  # not of this form, or a record dropped before it moved this one
@@ -286,8 +277,7 @@ class RecordRepairs(RepairBase):
         list inside it (`faults[2].metrics[1]`, a reading whose healthy and faulty values are equal), is fixed by
         asking for that record alone, with the problems and the item as it stands: rewriting the whole item costs every
         field again, and a small model repeats the mistake there (a constraint whose fix is the usual fix). A
-        record copied from the worked example is asked for aside, out of the example's sight: in the
-        conversation the 1.5B wrote the Kubernetes example's node-pool note back into a pump fault every round."""
+        record copied from the worked example is asked for aside (in the example's sight, it is copied back)."""
         match = re.match(r"^domain\.(\w+)\[(\d+)\]\.(\w+)(?:\[(\d+)\])?(?:\.|$)", problem.path)
         piece = next((p for p in self._pieces if match and p.field == match.group(1)
                       and p.index == int(match.group(2)) and p.value is not None), None)
@@ -332,10 +322,8 @@ class RecordRepairs(RepairBase):
             put(value)
             still = [p for p in self._check() if p.path.startswith((at + ".", at + "[")) or p.path == at]
             if still and set(still) & set(problems):
-                # The same mistake again (a constraint whose fix is still the usual fix, four attempts running;
-                # a reading whose healthy and faulty values stayed equal in whole rewrites of the fault): once
-                # more, aside and hotter, shown what it wrote unless that was a copy (shown a copy, the 1.5B wrote
-                # it back, once with the problem's own words)
+                # The same mistake again: once more, aside and hotter, shown what it wrote unless that was a copy
+                # (shown a copy, a small model writes it back)
                 copy = described or any(p.code in FROM_EXAMPLE for p in still)
                 wrote = "" if copy else f" as {value.model_dump_json()}"
                 value = self._session.ask_aside(

@@ -52,9 +52,8 @@ class TextRepairs(RepairBase):
                 value = getattr(p.value, name)
                 siblings += value if isinstance(value, list) else [value]
         info = piece.model.model_fields[name]
-        # a text field keeps its own bounds and pattern in the grammar (a reading's name is an identifier: asked
-        # as free text, the answer could not go back into the item, which was then rewritten with the example
-        # in sight and copied again)
+        # a text field keeps its own bounds and pattern in the grammar: as free text, an identifier's answer
+        # could not go back into the item
         one = create_model("OneText", text=(str, info) if line is None and info.annotation is str else (str, ...))
         what = f"`{name}`" if line is None else f"line {line + 1} of `{name}`"
         what = f"{what[0].upper()}{what[1:]} of `{piece.path}`"
@@ -65,7 +64,7 @@ class TextRepairs(RepairBase):
             source = "the example its description gives" if described else "the worked example"
             wrong = (f"is copied from {source} of another world" if copied else f"takes a phrase from {source} "
                      "of another world" if taken else "repeats another item's")
-            # never the copy itself: shown what it took, the 1.5B wrote it back
+            # never the copy itself: shown what it took, a small model writes it back
             shown = [t for t in dict.fromkeys(siblings) if not ((copied or taken) and t == current)]
             instruction = (f"{what} {wrong}. Write a new one for this item ({identity(piece, name)}) as JSON "
                            f"{{\"text\": ...}}, in its own words, different from every one of: "
@@ -79,8 +78,8 @@ class TextRepairs(RepairBase):
         before = piece.value
         try:
             if copied or taken:
-                # Aside, and once more hotter if the answer is a line already there (the 1.5B often sends one of
-                # the lines it was told to differ from); then the item is rewritten whole.
+                # Aside, and once more hotter if the answer is a line already there (a small model often sends one
+                # of the lines it was told to differ from); then the item is rewritten whole.
                 said = ""
                 for tries in range(2):
                     again = f"{said!r} is already there. " if said else ""
@@ -112,11 +111,9 @@ class TextRepairs(RepairBase):
         """One text of the header (`alert`), one line of a list of lines (`symptom_lines[1]`), or a text or line
         of a record of the domain (`texts.demand_signals[2]`) with problems is asked for alone and aside (the
         task and the world so far, without the worked example), the rest kept, with every problem of that path
-        at once (asked for one problem at a time, run 19's alert ended its last attempt with two: no
-        `{component}`, and the worked example's '% of requests failing readiness'). An answer that leaves a
-        problem is asked for once more, hotter and told what is still wrong; the answer with the fewest problems
-        is kept (rewriting the whole header in the conversation gave the copied alert back three attempts
-        running, and a rewritten list of lines came back as one line written three times)."""
+        at once (fixing one problem at a time brings another back). An answer that leaves a problem is asked for
+        once more, hotter and told what is still wrong; the answer with the fewest problems is kept (a whole
+        rewrite in the conversation gives the copy back, or one line written three times)."""
         match = re.match(r"^domain\.(\w+)(?:\.(\w+))?(?:\[(\d+)\])?$", problem.path)
         if not match:
             return False
@@ -157,14 +154,13 @@ class TextRepairs(RepairBase):
             return [p for p in self._check() if p.path == problem.path]
 
         wrong = problems_here() or [problem]
-        # never shown what it took from the worked example: shown the copy, the 1.5B wrote it back
+        # never shown what it took from the worked example: shown the copy, a small model writes it back
         copy = any(is_copy(p) for p in wrong)
         was = "" if copy else f" It reads: {current!r}."
         told = "; ".join(unquoted(p, False) for p in wrong)
         if any(p.code in FROM_DESCRIPTION for p in wrong):  # the example it copied is not shown again
             guide = without_examples(guide)
-        # Siblings with a copy of their own are not shown: the packaging supplier's three subjects each took the
-        # description's 'DC-DC converter modules (part VX-240)', and each rewrite, shown the other two, wrote it back.
+        # Siblings with a copy of their own are not shown: shown them, a rewrite copies their copy back.
         shown: list[str] = []
         if line is not None:
             base = problem.path.rsplit("[", 1)[0]
@@ -218,8 +214,7 @@ class TextRepairs(RepairBase):
     def _replace_repeat(self, problem: DomainProblem, piece: typing.Any, line: int | None) -> bool:
         """A line of a list of lines that repeats another and came back as a line already there each time it was
         asked for alone is dropped, and the list topped up one new line at a time if it is then too short (that
-        request names every line it has, and is sampled hotter): the daily sales report's tenth subject name,
-        'Acme Lending' again, came back the same through two attempts, the list rewritten whole each round."""
+        request names every line it has, and is sampled hotter): rewriting the whole list brings the repeat back."""
         if line is None or piece.field is None or problem.code != Code.REPEATED_LINE:
             return False
         before = piece.value

@@ -184,6 +184,9 @@ class SchedulingDomain(Domain):
              "The hidden rules are of at least two kinds: the hardest tier draws two at once."),
         Rule("priority_levels", ("task_types",),
              "The kinds of task have at least two priority levels, so that choosing what to defer matters."),
+        Rule("two_per_day", ("task_types", "clock"),
+             "Every kind of task's max_minutes is at most half of normal hours (day_start to regular_end), so that "
+             "one site can hold two of them in a day."),
     )
     REFERENCES = {"sites.capabilities": Reference("capabilities.id"), "staff.skills": Reference("skills.id"),
                   "task_types.needs": Reference("capabilities.id"), "task_types.skill": Reference("skills.id"),
@@ -408,8 +411,8 @@ class SchedulingDomain(Domain):
             if kind.min_minutes > kind.max_minutes:
                 p.append(DomainProblem(path=f"{at}.max_minutes", message="must be at least min_minutes"))
             if kind.max_minutes > self.regular_slots * slot // 2:
-                p.append(DomainProblem(path=f"{at}.max_minutes", message=(
-                    "longer than half of normal hours: a site could not hold two of them")))
+                p.append(self.rule("two_per_day").broken(f"{at}.max_minutes", (
+                    f"{kind.max_minutes} minutes against {self.regular_slots * slot} of normal hours")))
             if kind.arrival:
                 window = [self.slot_of(t, 0) for t in kind.arrival]
                 if len(kind.arrival) != 2 or None in window or window[0] > window[1] or \
