@@ -47,6 +47,9 @@ PromptsOpt = Annotated[int | None, typer.Option(min=1, help="episode groups per 
                                                 "real models 4)")]
 LrOpt = Annotated[float | None, typer.Option(help="learning rate (default per model kind)")]
 WarmupOpt = Annotated[int | None, typer.Option(min=0, help="tiny: format warm-up steps (default per run length)")]
+WarmStartOpt = Annotated[str | None, typer.Option(
+    "--warm-start", metavar="heuristic|off", help="tiny: before GRPO, imitate solved episodes of the package's "
+    "non-privileged policy at the starting tier (default off)")]
 SaveOpt = Annotated[int | None, typer.Option(min=1, help="checkpoint every N steps (default 10)")]
 ResumeOpt = Annotated[Path | None, typer.Option(metavar="RUN_DIR", help="continue the run in this directory "
                                                 "(its recorded settings; --hours and --max-steps may be given)")]
@@ -68,7 +71,7 @@ def curriculum(
     check_floor_from: CheckFloorFromOpt = 1, check_every: CheckEveryOpt = 50,
     start_eci: StartOpt = 1, eval_episodes: CountOpt = None, num_generations: GenerationsOpt = None,
     prompts_per_step: PromptsOpt = None, lr: LrOpt = None, scale_rewards: ScaleRewardsOpt = None,
-    reference: ReferenceOpt = None, warmup_steps: WarmupOpt = None,
+    reference: ReferenceOpt = None, warmup_steps: WarmupOpt = None, warm_start: WarmStartOpt = None,
     save_steps: SaveOpt = None, output: OutputOpt = None, resume: ResumeOpt = None, wandb: WandbOpt = None,
     sandbox: SandboxOpt = None, designer_base_url: UrlOpt = None, designer_model: DesignerModelOpt = None,
     escalation_attempts: RoundsOpt = 2, designer_attempts: AttemptsOpt = 3, settings: SettingsOpt = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,6 +34,12 @@ TurnsOpt = Annotated[int | None, typer.Option(min=1, help="model turns per train
                                               "them with the tier, real models play the environment's budget)")]
 WarmupOpt = Annotated[int | None, typer.Option(min=0, help="tiny: format warm-up steps on random valid actions "
                                                "(default 400, fewer for a short run)")]
+WarmStartOpt = Annotated[str | None, typer.Option(
+    "--warm-start", metavar="heuristic|off", help="tiny: before GRPO, imitate solved episodes of the package's "
+    "non-privileged policy (the heuristic; never the oracle) at the run's tiers (default off)")]
+DemonstrationsOpt = Annotated[Path | None, typer.Option(
+    metavar="FILE", help="tiny: imitate these solved episodes before GRPO instead (JSONL: eci, solved, turns of "
+    "prompt and completion)")]
 EvalOpt = Annotated[int | None, typer.Option(min=0, help="held-out seeds per tier for the before/after evaluation "
                                              "(default 100; 0 skips it)")]
 SeedOpt = Annotated[int | None, typer.Option(min=0, help="run seed: training seeds, tiers, model init (default 0)")]
@@ -47,7 +54,8 @@ def train(
     lr: LrOpt = None, num_generations: GenerationsOpt = None, prompts_per_step: PromptsOpt = None,
     max_turns: TurnsOpt = None, scale_rewards: ScaleRewardsOpt = None, output: OutputOpt = None,
     resume: ResumeOpt = False, wandb: WandbOpt = None,
-    warmup_steps: WarmupOpt = None, eval_episodes: EvalOpt = None, seed: SeedOpt = None,
+    warmup_steps: WarmupOpt = None, warm_start: WarmStartOpt = None, demonstrations: DemonstrationsOpt = None,
+    eval_episodes: EvalOpt = None, seed: SeedOpt = None,
     skip_validation: SkipOpt = False, sandbox: SandboxOpt = None, trust: TrustOpt = False,
     settings: SettingsOpt = None,
 ) -> None:
@@ -90,9 +98,18 @@ def _run(config):
     with Progress(*columns, console=err, disable=not live) as bar:
         warm = bar.add_task("format warm-up", total=config.warmup_steps or 1, visible=bool(config.warmup_steps))
         plain_warmup = WarmupProgress(config.warmup_steps or 1, write=err.print)
+        start = bar.add_task("warm start", total=config.warm_start_steps, visible=False)
+        plain_start = WarmupProgress(config.warm_start_steps, write=err.print, label="warm start")
+
+        def started(n: int, loss: float) -> None:
+            bar.update(warm, visible=False)
+            bar.update(start, visible=True, completed=n, description=f"warm start (loss {loss:.2f})")
+
         solver = Solver.create(config, warmup_progress=lambda n, loss: bar.update(
-            warm, completed=n, description=f"format warm-up (loss {loss:.2f})") if live else plain_warmup(n, loss))
+            warm, completed=n, description=f"format warm-up (loss {loss:.2f})") if live else plain_warmup(n, loss),
+            warm_start_progress=started if live else plain_start)
         bar.update(warm, visible=False)
+        bar.update(start, visible=False)
         with solver:
             task = bar.add_task("GRPO", total=config.steps, completed=solver.trainer.state.global_step)
             plain = StepProgress(config.steps, write=err.print)
@@ -108,6 +125,11 @@ def _render(summary, config) -> None:
     columns = ("held-out", "ECI", "solve rate", "95% CI", "mean reward")
     show(grid(f"{config.package}: {summary.global_step} steps ({summary.stopped}), {summary.train_seconds:.0f} s",
               columns, rows, right=columns[1:]))
+    if summary.warm_start is not None:
+        w = summary.warm_start
+        tiers = ", ".join(f"ECI {t}: {n}" for t, n in w.source.per_tier.items())
+        out.print(f"warm start: {w.source.solved} solved {w.source.policy} episodes ({tiers}; {w.turns} turns), "
+                  f"{w.steps} steps, loss {w.first_loss:.2f} -> {w.final_loss:.2f}; 'before' is after it")
     for note in summary.notes:
         err.print(f"[yellow]note:[/yellow] {note}")
     out.print(f"run: {config.output} (metrics.jsonl, summary.json, final/); `openadapt report {config.output}` "

@@ -5,6 +5,7 @@
 
     {"op": "ping"} | {"op": "system_prompt"} | {"op": "make", "n": 8}
     {"op": "reset", "env": 0, "seed": 1, "eci": 2} | {"op": "step", "env": 0, "completion": "..."}
+    {"op": "suggest", "env": 0, "policy": "heuristic"}   (the package's non-privileged policy's next completion)
 
 Replies carry the rendered prompt, reward, done, metadata and the observation as JSON: the host never imports
 the package. Each call into package code is bounded by a wall-clock alarm.
@@ -77,6 +78,9 @@ def main(argv: list[str]) -> None:
             elif op == "step":
                 step = _bounded(envs[request["env"]].step, str(request["completion"]))
                 reply = {"ok": True, "step": step.model_dump(mode="json")}
+            elif op == "suggest":
+                completion = _bounded(envs[request["env"]].suggest, str(request["policy"]))
+                reply = {"ok": True, "completion": completion}
             elif op == "shutdown":
                 break
             else:

@@ -45,6 +45,10 @@ class RemoteTextEnv:
         return TextStep.model_validate(self.pool.call({"op": "step", "env": self.env_id,
                                                        "completion": completion})["step"])
 
+    def suggest(self, policy: str) -> str:
+        """The package's own non-privileged policy's next completion, computed inside the sandbox."""
+        return str(self.pool.call({"op": "suggest", "env": self.env_id, "policy": policy})["completion"])
+
 
 class SandboxedTextEnvs:
     def __init__(self, package: Path | str, n: int = 1, sandbox: SandboxChoice | str = SandboxChoice.AUTO,

@@ -29,7 +29,8 @@ TINY = "tiny"
 TINY_WARMUP, TINY_WARMUP_MIN = 400, 100
 # Settings a `--resume` cannot change: the checkpoint's model was built and warmed up with them.
 FROZEN = frozenset({"package", "model", "tiny_size", "vocab_seeds", "vocab_min_count", "lora", "warmup_steps",
-                    "warmup_lr", "warmup_prompt_lm"})
+                    "warmup_lr", "warmup_prompt_lm", "warm_start", "demonstrations", "warm_start_episodes",
+                    "warm_start_steps"})
 
 
 class WandbMode(StrEnum):
@@ -186,6 +187,14 @@ class SolverSettings(BaseModel):
                                      "schema-valid actions before GRPO (tiny: 400, or for a run of fewer "
                                      "steps that many, at least 100; real models 0)")
     warmup_lr: float = Field(default=3e-3, gt=0)
+    warm_start: Literal["heuristic", "off"] | None = Field(default=None, description=(
+        "'heuristic': before GRPO, imitate solved episodes of the package's non-privileged policy on training "
+        "seeds, at the run's tiers (tiny only, for now; the oracle is never a source); default 'off'"))
+    demonstrations: Path | None = Field(default=None, description="a JSONL of solved episodes to imitate instead "
+                                        "of the heuristic's (one episode a line: eci, solved, turns of prompt and "
+                                        "completion)")
+    warm_start_episodes: int = Field(default=256, ge=1, description="solved demonstrations per tier")
+    warm_start_steps: int = Field(default=400, ge=1, description="imitation steps of 16 demonstrated turns")
     warmup_prompt_lm: bool | None = Field(default=None, description="the warm-up also does next-token prediction "
                                           "on the prompts' own text, no answers and no reward (tiny: yes)")
     save_steps: int = Field(default=10, ge=1, description="checkpoint every N steps (and at the end): a kill "
@@ -239,6 +248,7 @@ class SolverSettings(BaseModel):
             "max_completion_length": None if tiny else 256, "context": "last" if tiny else "full",
             "beta": 0.1 if tiny else 0.0, "warmup_steps": self._default_warmup(), "warmup_prompt_lm": tiny,
             "system_prompt": not tiny, "gradient_checkpointing": not tiny,
+            "warm_start": "off",
         }
         for name, value in defaults.items():
             if getattr(self, name) is None:
@@ -252,6 +262,11 @@ class SolverSettings(BaseModel):
         if self.imitates and self.context != "last":
             raise ValueError("imitate trains on the turns of solved episodes as rows of their own: it needs context "
                              "'last'")
+        if self.warms_up_on_demonstrations and not tiny:
+            raise ValueError("the warm start from demonstrations trains the tiny model (cross-entropy on the action "
+                             "tokens); a real model's (SFT with LoRA) is not built yet: use warm_start 'off'")
+        if self.warms_up_on_demonstrations and self.context != "last":
+            raise ValueError("the warm start imitates each turn from its own observation: it needs context 'last'")
         if self.credit == "turn" and self.context != "last":
             raise ValueError("credit 'turn' trains each turn as its own row: it needs context 'last'")
         if self.reference == "tier" and not movable:
@@ -287,6 +302,10 @@ class SolverSettings(BaseModel):
         if turns is None:
             return budget
         return min(turns, budget) if budget else turns
+
+    @property
+    def warms_up_on_demonstrations(self) -> bool:
+        return self.demonstrations is not None or self.warm_start == "heuristic"
 
     @property
     def imitates(self) -> bool:

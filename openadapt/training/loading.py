@@ -23,12 +23,15 @@ from urllib.parse import urlparse
 
 from openadapt.envpkg.loader import PackageRef
 from openadapt.training.config import TrainConfig
+from openadapt.training.demonstrations import Demonstration, DemonstrationSource, collect, load_file
 from openadapt.training.envinfo import TrainingError, action_schema, sample_env
 from openadapt.training.pool import TextEnvPool
-from openadapt.training.warmup import WarmupResult, format_warmup
+from openadapt.training.warmup import WarmStartResult, WarmupResult, demonstration_warmup, format_warmup
 
 UNSLOTH_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 WARMUP_SEED_START = 500_000  # format warm-up prompts come from training seeds (below EVAL_SEED_START)
+DEMONSTRATION_SEED_START = 600_000  # the heuristic's demonstrations too, on seeds of their own
+DEMONSTRATION_TRIES = 10  # episodes played per tier: at most this many per demonstration wanted
 
 
 @dataclass
@@ -39,6 +42,7 @@ class LoadedModel:
     source: str  # where the weights came from
     peft_config: Any = None  # handed to GRPOTrainer, which wraps the model
     warmup: WarmupResult | None = None
+    warm_start: WarmStartResult | None = None
 
 
 def looks_like_path(name: str) -> bool:
@@ -112,20 +116,24 @@ def unsloth_usable() -> bool:
 
 
 def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: list[int],
-               progress: Any = None) -> LoadedModel:
-    """A tiny model over the package's own vocabulary, warmed up on the format of random actions."""
+               progress: Any = None, warm_progress: Any = None) -> LoadedModel:
+    """A tiny model over the package's own vocabulary, warmed up on the format of random actions, then (the
+    warm start) on the turns of solved demonstrations."""
     from openadapt.training import tiny
 
     env = pool.envs[0]
     system = env.system_prompt()
     schema = action_schema(ref, system)
     sample = sample_env(env, schema, tiers, range(config.vocab_seeds))
-    vocab = tiny.build_vocabulary([system, *tiny.schema_words(schema), *sample.completions], sample.prompts,
-                                  min_count=config.vocab_min_count)
+    demonstrations, source = demonstrations_for(config, env, pool.section)
+    shown = [t.prompt for d in demonstrations for t in d.turns]
+    written = [t.completion for d in demonstrations for t in d.turns]
+    vocab = tiny.build_vocabulary([system, *tiny.schema_words(schema), *sample.completions, *written],
+                                  [*sample.prompts, *shown], min_count=config.vocab_min_count)
     tokenizer = tiny.build_tokenizer(vocab)
     model = tiny.build_model(tokenizer, config.tiny_size, seed=config.seed)
     if config.max_completion_length is None:
-        config.__dict__["max_completion_length"] = fit_completion_length(tokenizer, sample.completions)
+        config.__dict__["max_completion_length"] = fit_completion_length(tokenizer, [*sample.completions, *written])
     warmup = None
     if config.warmup_steps:
         warmup = format_warmup(model, tokenizer, env, schema, list(config.eci),
@@ -134,7 +142,33 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
                                system_prompt=system if config.system_prompt else None,
                                prompt_loss=bool(config.warmup_prompt_lm), progress=progress,
                                later_turns=1 if config.context == "last" else 0)
-    return LoadedModel(model, tokenizer, "tiny", f"built in-process ({len(vocab)} tokens)", warmup=warmup)
+    warm_start = None
+    if demonstrations:
+        warm_start = demonstration_warmup(model, tokenizer, demonstrations, source, steps=config.warm_start_steps,
+                                          lr=config.warmup_lr, system_prompt=system if config.system_prompt else None,
+                                          seed=config.seed, progress=warm_progress)
+    return LoadedModel(model, tokenizer, "tiny", f"built in-process ({len(vocab)} tokens)", warmup=warmup,
+                       warm_start=warm_start)
+
+
+def demonstrations_for(config: TrainConfig, env: Any, section: Any) -> tuple[list[Demonstration],
+                                                                             DemonstrationSource | None]:
+    """The demonstrations a run's warm start imitates: the user's file, else solved episodes of the package's
+    heuristic at the run's tiers, else none. TrainingError where the heuristic is asked for and cannot give any."""
+    if config.demonstrations is not None:
+        return load_file(config.demonstrations)
+    if config.warm_start != "heuristic":
+        return [], None
+    if section.family is None and section.mechanics.policies.heuristic is None:
+        raise TrainingError("warm_start 'heuristic': the package ships no heuristic policy; give --demonstrations "
+                            "FILE or turn the warm start off")
+    tries = DEMONSTRATION_TRIES * config.warm_start_episodes
+    found, source = collect(env, list(config.eci), range(DEMONSTRATION_SEED_START, DEMONSTRATION_SEED_START + tries),
+                            config.warm_start_episodes)
+    if not found:
+        raise TrainingError(f"warm_start 'heuristic': the heuristic solved none of {source.played} episodes at "
+                            f"ECI {', '.join(map(str, config.eci))}; give --demonstrations FILE or turn it off")
+    return found, source
 
 
 TINY_MIN_COMPLETION = 48

@@ -60,14 +60,15 @@ class StepProgress:
 class WarmupProgress:
     """`format warm-up 100/400  loss 2.31` every `every` steps and at the last one."""
 
-    def __init__(self, total_steps: int, write: Write = stderr_line, every: int = 50):
+    def __init__(self, total_steps: int, write: Write = stderr_line, every: int = 50, label: str = "format warm-up"):
         self.total = total_steps
         self.write = write
         self.every = max(1, every)
+        self.label = label
 
     def __call__(self, step: int, loss: float) -> None:
         if step % self.every == 0 or step >= self.total:
-            self.write(f"format warm-up {step}/{self.total}  loss {loss:.3f}")
+            self.write(f"{self.label} {step}/{self.total}  loss {loss:.3f}")
 
 
 NOISY_LOGGERS = ("transformers", "trl", "datasets", "accelerate", "peft", "huggingface_hub", "torch.distributed")

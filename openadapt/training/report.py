@@ -200,6 +200,12 @@ def overview_section(data: RunData) -> Section:
         w = s["warmup"]
         rows.append(["format warm-up", f"{w['steps']} steps on random actions, loss {w['first_loss']} -> "
                                        f"{w['final_loss']}, {w['seconds']} s"])
+    if s.get("warm_start"):
+        w, src = s["warm_start"], s["warm_start"]["source"]
+        tiers = ", ".join(f"ECI {t}: {n}" for t, n in src.get("per_tier", {}).items())
+        rows.append(["warm start", f"{src['solved']} solved {src['policy']} episodes of {src['played']} ({tiers}; "
+                                   f"{w['turns']} turns), {w['steps']} steps, loss {w['first_loss']} -> "
+                                   f"{w['final_loss']}, {w['seconds']} s; held-out 'before' is after it"])
     md, ht = _table(["", ""], rows)
     return Section(title="Run", markdown=md, html=ht)
 

@@ -129,7 +129,8 @@ class RunDir:
         stored = self.stored_config()
         if resume:
             if stored is None or self.latest_checkpoint() is None:
-                raise TrainingError(f"nothing to resume in {self.path}: it holds no checkpoint yet")
+                raise TrainingError(f"nothing to resume in {self.path}: it holds no checkpoint yet (a run stopped "
+                                    "before its first step starts again with the same command, without --resume)")
             if stored.package != config.package:
                 raise TrainingError(f"{self.path} holds a run on {stored.package}, not {config.package}; resume it "
                                     f"with that package or start a new run with another --output")

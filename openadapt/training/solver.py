@@ -57,7 +57,7 @@ from openadapt.training.pool import TextEnvPool
 from openadapt.training.progress import quiet_third_party
 from openadapt.training.reference import ReferenceAnchor
 from openadapt.training.rundir import RunDir
-from openadapt.training.warmup import WarmupResult
+from openadapt.training.warmup import WarmStartResult, WarmupResult
 
 
 class TrainSummary(BaseModel):
@@ -80,6 +80,7 @@ class TrainSummary(BaseModel):
     last_sampled_solve_rate: float | None = Field(default=None, description="mean over the last 10 steps")
     last_reward_mean: float | None = Field(default=None, description="mean over the last 10 steps")
     warmup: WarmupResult | None = None
+    warm_start: WarmStartResult | None = None  # the demonstrations imitated before GRPO (`before` is after them)
     before: EvalReport | None = Field(default=None, description="held-out, greedy, the model GRPO started from "
                                       "(for tiny: after the format warm-up, before any reward)")
     after: EvalReport | None = Field(default=None, description="held-out, greedy, the trained model")
@@ -145,7 +146,8 @@ class Solver:
     @classmethod
     def create(cls, config: TrainConfig, *, tier_plan: TierPlan | None = None,
                callbacks: Sequence[Any] = (), on_episode: Callable[[EpisodeOutcome], None] | None = None,
-               warmup_progress: Callable[[int, float], None] | None = None) -> Solver:
+               warmup_progress: Callable[[int, float], None] | None = None,
+               warm_start_progress: Callable[[int, float], None] | None = None) -> Solver:
         """Lock the run directory, open the environment pool, load the model, build the GRPOTrainer. A config with
         `resume` trains with the run's recorded settings (`config.resumed_config`; what it did not take is in
         `summary.notes`)."""
@@ -177,7 +179,7 @@ class Solver:
             if not existing:
                 run.prepare(config, resume=False)
             pool = TextEnvPool(config.package, config.batch_size, trust=config.trust, sandbox=config.sandbox)
-            loaded = cls._load_model(config, run, pool, ref, existing, warmup_progress)
+            loaded = cls._load_model(config, run, pool, ref, existing, warmup_progress, warm_start_progress)
             if not existing or config.resume:
                 run.record_config(config)  # with what building the model resolved (tiny's tokens per turn)
             wandb_mode = _wandb_mode(config, notes)
@@ -205,7 +207,8 @@ class Solver:
 
     @staticmethod
     def _load_model(config: TrainConfig, run: RunDir, pool: TextEnvPool, ref: Any, existing: bool,
-                    warmup_progress: Callable[[int, float], None] | None) -> LoadedModel:
+                    warmup_progress: Callable[[int, float], None] | None,
+                    warm_start_progress: Callable[[int, float], None] | None = None) -> LoadedModel:
         if not config.is_tiny:
             return load_pretrained(config)
         if existing and (run.init_dir / "config.json").exists():
@@ -221,8 +224,11 @@ class Solver:
             summary = run.summary() or {}
             if summary.get("warmup"):
                 loaded.warmup = WarmupResult.model_validate(summary["warmup"])
+            if summary.get("warm_start"):
+                loaded.warm_start = WarmStartResult.model_validate(summary["warm_start"])
             return loaded
-        loaded = build_tiny(config, pool, ref, list(pool.section.eci_tiers), progress=warmup_progress)
+        loaded = build_tiny(config, pool, ref, list(pool.section.eci_tiers), progress=warmup_progress,
+                            warm_progress=warm_start_progress)
         loaded.model.save_pretrained(run.init_dir)
         loaded.tokenizer.save_pretrained(run.init_dir)
         loaded.model.config._name_or_path = str(run.init_dir)  # TRL loads the KL reference (beta > 0) from here
@@ -389,7 +395,7 @@ class Solver:
             else None,
             last_sampled_solve_rate=round(statistics.fmean(r["solve_rate"] for r in tail), 4) if tail else None,
             last_reward_mean=round(statistics.fmean(r["reward_mean"] for r in tail), 4) if tail else None,
-            warmup=self.loaded.warmup, before=before, after=after,
+            warmup=self.loaded.warmup, warm_start=self.loaded.warm_start, before=before, after=after,
             checkpoint=str(latest) if latest else None,
             final_model=str(run.final_dir) if (run.final_dir / "config.json").exists()
             or (run.final_dir / "adapter_config.json").exists() else None,

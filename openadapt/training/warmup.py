@@ -6,21 +6,25 @@ action is right: its targets come from `SchemaRandomActions` (openadapt.kit's Ra
 uniform enum values, uniform numbers, and for strings words drawn at random from the prompt the model is shown,
 so it learns to fill a string with a word it can see; a field whose default is a value, like an empty evidence
 list, is left out half the time, so short actions are in its repertoire), never from an oracle, and it sees no
-reward. After it
-the model writes well-formed actions at about the random agent's solve rate; GRPO has to learn the task.
+reward. After it the model writes well-formed actions at about the random agent's solve rate.
+
+The warm start from demonstrations (`demonstration_warmup`) comes after it: the same cross-entropy on the turns
+of solved episodes of a policy that reads only its observations (openadapt.training.demonstrations), so that GRPO
+starts from a model that solves some episodes and its groups differ.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel
 
 from openadapt.envpkg.textenv import TextEnv
 from openadapt.training.chat import first_messages, prompt_ids
+from openadapt.training.demonstrations import Demonstration, DemonstrationSource
 from openadapt.training.envinfo import SchemaRandomActions
 
 
@@ -88,20 +92,34 @@ def format_warmup(model: Any, tokenizer: Any, env: TextEnv, schema: dict[str, An
     and with `prompt_loss` also next-token prediction on the prompt's own text (language modelling of what the
     environment shows: no answer, no reward), which is where a model trained from scratch learns to copy words
     from its context."""
+    started = time.perf_counter()
+    seen = [seeds.start]
+    batches = warmup_batches(env, tokenizer, schema, tiers, seeds, batch_size, system_prompt, prompt_loss,
+                             later_turns)
+
+    def tracked():
+        for batch, seed in batches:
+            seen.append(seed)
+            yield batch
+
+    losses = fit(model, tokenizer, tracked(), steps, lr, progress)
+    return WarmupResult(steps=len(losses), examples=len(losses) * batch_size, seeds=(seeds.start, seen[-1]),
+                        tiers=tiers, first_loss=round(losses[0], 4) if losses else 0.0,
+                        final_loss=_tail(losses), seconds=round(time.perf_counter() - started, 2))
+
+
+def fit(model: Any, tokenizer: Any, batches: Iterable[list[tuple[list[int], list[int]]]], steps: int, lr: float,
+        progress: Callable[[int, float], None] | None = None) -> list[float]:
+    """`steps` AdamW steps of answer-token cross-entropy over `batches` of (input ids, labels); the losses."""
     import torch
 
-    started = time.perf_counter()
     model.train()
     optimiser = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
     losses: list[float] = []
-    last_seed = seeds.start
     pad = tokenizer.pad_token_id
-    batches = warmup_batches(env, tokenizer, schema, tiers, seeds, batch_size, system_prompt, prompt_loss,
-                             later_turns)
-    for step, (batch, seed) in enumerate(batches):
+    for step, batch in enumerate(batches):
         if step >= steps:
             break
-        last_seed = seed
         width = max(len(ids) for ids, _ in batch)
         input_ids = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in batch])
         labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in batch])
@@ -115,7 +133,59 @@ def format_warmup(model: Any, tokenizer: Any, env: TextEnv, schema: dict[str, An
         if progress is not None:
             progress(step + 1, losses[-1])
     model.eval()
-    return WarmupResult(steps=len(losses), examples=len(losses) * batch_size, seeds=(seeds.start, last_seed),
-                        tiers=tiers, first_loss=round(losses[0], 4) if losses else 0.0,
-                        final_loss=round(sum(losses[-5:]) / len(losses[-5:]), 4) if losses else 0.0,
-                        seconds=round(time.perf_counter() - started, 2))
+    return losses
+
+
+def _tail(losses: list[float]) -> float:
+    return round(sum(losses[-5:]) / len(losses[-5:]), 4) if losses else 0.0
+
+
+class WarmStartResult(BaseModel):
+    """A warm start from demonstrations: what it learnt from and how the imitation went."""
+
+    source: DemonstrationSource
+    steps: int
+    turns: int  # the demonstrations' turns, each a (prompt, completion) example
+    first_loss: float
+    final_loss: float
+    seconds: float
+
+
+def demonstration_rows(tokenizer: Any, demonstrations: list[Demonstration],
+                       system_prompt: str | None) -> list[tuple[list[int], list[int]]]:
+    """Every turn of `demonstrations` as (input ids, labels): the context a `context="last"` run generates that
+    turn from (the system turn where the run shows it, then the observation) and the demonstrated completion with
+    its EOS; the loss is on the completion only."""
+    rows = []
+    for episode in demonstrations:
+        for turn in episode.turns:
+            ids = list(prompt_ids(tokenizer, first_messages(system_prompt, turn.prompt, tokenizer)))
+            answer = list(tokenizer(turn.completion, add_special_tokens=False)["input_ids"]) + [tokenizer.eos_token_id]
+            rows.append((ids + answer, [-100] * len(ids) + answer))
+    return rows
+
+
+def demonstration_warmup(model: Any, tokenizer: Any, demonstrations: list[Demonstration],
+                         source: DemonstrationSource, steps: int, batch_size: int = 16, lr: float = 3e-3,
+                         system_prompt: str | None = None, seed: int = 0,
+                         progress: Callable[[int, float], None] | None = None) -> WarmStartResult:
+    """Imitate the demonstrations' turns for `steps` steps of `batch_size`, in a seeded order, each turn once per
+    pass."""
+    started = time.perf_counter()
+    rows = demonstration_rows(tokenizer, demonstrations, system_prompt)
+    if not rows:
+        raise ValueError("no demonstrated turns to learn from")
+    rng = random.Random(f"warm-start:{seed}")
+
+    def batches():
+        order: list[int] = []
+        while True:
+            if len(order) < batch_size:
+                order += rng.sample(range(len(rows)), len(rows))
+            yield [rows[i] for i in order[:batch_size]]
+            del order[:batch_size]
+
+    losses = fit(model, tokenizer, batches(), steps, lr, progress)
+    return WarmStartResult(source=source, steps=len(losses), turns=len(rows),
+                           first_loss=round(losses[0], 4) if losses else 0.0, final_loss=_tail(losses),
+                           seconds=round(time.perf_counter() - started, 2))
