@@ -162,20 +162,3 @@ def test_a_text_holding_a_slot_left_unfilled_is_a_problem():
     problems = {p.path: p.message for p in caught.value.problems}
     assert "the slot '<pod-name>'" in problems["domain.faults[0].evidence[0]"]
     assert "domain.faults[1].evidence[0]" not in problems
-
-
-def test_a_text_holding_the_domains_own_json_is_a_problem_and_one_key_in_prose_is_not():
-    from openadapt.families.domain import Code, DomainError
-
-    family = get_family("diagnosis")
-    data = family.load_example("kubernetes_cluster").model_dump(mode="json")
-    # a small model ran the fault's next fields into an evidence line
-    data["faults"][0]["evidence"][1] = ("telltales':['worn out', 'suction pressure'],metrics:['suction pressure'],"
-                                        "runbook:['check motor'],constraint:'motor shaft is critical")
-    with pytest.raises(DomainError) as err:
-        family.parse_domain(data)
-    (found,) = [p for p in err.value.problems if p.path == "domain.faults[0].evidence[1]"
-                and p.code == Code.NOT_CONTENT]
-    assert "constraint, metrics, runbook, telltales" in found.message
-    # 'runbook note: {component} ...' names one field before a placeholder: prose, as every shipped example has
-    family.parse_domain(family.load_example("incident_triage").model_dump(mode="json"))

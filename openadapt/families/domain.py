@@ -279,10 +279,6 @@ class Domain(DomainPart):
             elif is_debris(text):
                 yield _not_content(path, f"{text!r} is JSON or markdown syntax, not words of this "
                                    "world: write what this field means here")
-            elif len(keys := leaked_keys(text, type(self))) >= 2:
-                yield _not_content(path, f"this text holds the domain's own JSON ({', '.join(keys)} written as "
-                                   "keys with their values), not words of this world: write only what this field "
-                                   "means here")
             elif slot := _SLOT.search(text):
                 yield _not_content(path, f"this text holds the slot {slot.group(0)!r}, a name left "
                                    "unfilled: write the value it stands for in this world")
@@ -438,37 +434,6 @@ def descriptions(model: type[BaseModel], seen: set | None = None) -> str:
         parts += [descriptions(inner, seen) for inner in [f.annotation, *typing.get_args(f.annotation)]
                   if isinstance(inner, type) and issubclass(inner, BaseModel)]
     return "\n".join(parts)
-
-
-@functools.cache
-def field_names(model: type[BaseModel]) -> frozenset[str]:
-    """Every field name of a schema and of the records nested in it."""
-    names: set[str] = set()
-    pending, seen = [model], set()
-    while pending:
-        current = pending.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        for name, field in current.model_fields.items():
-            names.add(name)
-            pending += [t for t in _nested(field.annotation) if isinstance(t, type) and issubclass(t, BaseModel)]
-    return frozenset(names)
-
-
-def _nested(annotation: Any) -> list[Any]:
-    args = typing.get_args(annotation)
-    return [annotation, *(t for arg in args for t in _nested(arg))]
-
-
-_KEY = re.compile(r"(?<![A-Za-z0-9_])['\"]?([a-z_]+)['\"]?\s*:\s*(?:['\"\[]|\{(?![a-z_]+\}))")
-
-
-def leaked_keys(text: str, model: type[BaseModel]) -> list[str]:
-    """The schema's own field names a text writes as JSON keys with a value after them ("telltales':['worn out'
-    ..., metrics:['suction pressure' ..."): a small model that runs one field's JSON into another's text."""
-    own = field_names(model)
-    return sorted({m.group(1) for m in _KEY.finditer(text) if m.group(1) in own})
 
 
 @functools.cache
