@@ -1,5 +1,6 @@
 """What the family tests share: a package written from a domain's data, episodes of every reference policy with
-their rewards in range, the metadata contract of final observations, and rejected actions."""
+their rewards in range, the metadata contract of final observations, rejected actions, and the declared rules a
+domain breaks."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from openadapt.envpkg.evaluation import make_policy, run_episode
 from openadapt.envpkg.loader import LoadedPackage, load, resolve
 from openadapt.envpkg.render import family_package, write_files
+from openadapt.families.domain import DomainError
 from openadapt.families.yamlio import dump_domain
 
 Hook = Callable[[Any, Any], None]  # (env, observation)
@@ -99,3 +101,20 @@ def rejected(pkg, payload: dict, code: str, **reset: Any):
     assert obs.error == code and obs.feedback and not obs.done, (payload, obs.error, obs.feedback)
     assert obs.reward == pkg.section.invalid_action_reward
     return env
+
+
+def broken_rules(family, data: dict) -> dict[str, set[str]]:
+    """The declared rules (`Domain.RULES`) that `data` breaks, by path. Each such problem must open with its rule's
+    sentence: the words the designer was told before it wrote the fields."""
+    try:
+        family.parse_domain(data)
+    except DomainError as err:
+        problems = err.problems
+    else:
+        raise AssertionError("the domain broke no rule: it parsed")
+    rules: dict[str, set[str]] = {}
+    for p in problems:
+        if p.rule is not None:
+            assert p.message.startswith(family.domain.rule(p.rule).says), (p.rule, p.message)
+            rules.setdefault(p.path, set()).add(p.rule)
+    return rules

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from family_checks import metadata_contract, play, rejected, trajectory
+from family_checks import broken_rules, metadata_contract, play, rejected, trajectory
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.envpkg.loader import SEEDS_DIR
@@ -299,19 +299,11 @@ def test_a_constraint_calling_for_another_faults_usual_fix_is_told_every_usual_f
 
 def _broken_rules(mutate) -> dict[str, set[str]]:
     from openadapt.families import get_family
-    from openadapt.families.domain import DomainError
 
     family = get_family("diagnosis")
     data = family.load_example("kubernetes_cluster").model_dump(mode="json")
     mutate(data)
-    with pytest.raises(DomainError) as err:
-        family.parse_domain(data)
-    rules: dict[str, set[str]] = {}
-    for p in err.value.problems:
-        if p.rule is not None:
-            assert p.message.startswith(family.domain.rule(p.rule).says)  # in the words the designer was told
-            rules.setdefault(p.path, set()).add(p.rule)
-    return rules
+    return broken_rules(family, data)
 
 
 def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from family_checks import act, metadata_contract, package, trajectory
+from family_checks import act, broken_rules, metadata_contract, package, trajectory
 
 from openadapt.envpkg.evaluation import evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
@@ -499,14 +499,7 @@ def test_domain_errors_name_the_field():
 def _broken_rules(mutate) -> dict[str, set[str]]:
     data = yaml.safe_load(FAMILY.examples()["warehouse_restocking"].read_text())
     mutate(data)
-    with pytest.raises(DomainError) as err:
-        FAMILY.parse_domain(data)
-    rules: dict[str, set[str]] = {}
-    for p in err.value.problems:
-        if p.rule is not None:
-            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
-            rules.setdefault(p.path, set()).add(p.rule)
-    return rules
+    return broken_rules(FAMILY, data)
 
 
 def _set(path: str, value):

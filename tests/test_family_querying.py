@@ -5,7 +5,7 @@ import json
 import random
 
 import pytest
-from family_checks import act, package, rejected
+from family_checks import act, broken_rules, package, rejected
 
 from openadapt.envpkg.evaluation import evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
@@ -301,14 +301,7 @@ def _broken_rules(family, change) -> dict[str, set[str]]:
     told before it wrote the fields."""
     data = copy.deepcopy(family.load_example("sales_database").model_dump(mode="json"))
     change(data)
-    with pytest.raises(DomainError) as info:
-        family.parse_domain(data)
-    rules: dict[str, set[str]] = {}
-    for problem in info.value.problems:
-        if problem.rule is not None:
-            assert problem.message.startswith(family.domain.rule(problem.rule).says)
-            rules.setdefault(problem.path, set()).add(problem.rule)
-    return rules
+    return broken_rules(family, data)
 
 
 def _columns(data, table, *names):

@@ -9,6 +9,7 @@ import re
 import statistics
 
 import pytest
+from family_checks import broken_rules
 
 from openadapt.envpkg.evaluation import run_episode
 from openadapt.families import get_family
@@ -498,14 +499,7 @@ def test_a_duplicate_is_named():
 def _broken_rules(mutate) -> dict[str, set[str]]:
     data = copy.deepcopy(FREIGHT)
     mutate(data)
-    with pytest.raises(DomainError) as err:
-        FAMILY.parse_domain(data)
-    rules: dict[str, set[str]] = {}
-    for p in err.value.problems:
-        if p.rule is not None:
-            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
-            rules.setdefault(p.path, set()).add(p.rule)
-    return rules
+    return broken_rules(FAMILY, data)
 
 
 def test_a_domain_too_small_for_a_tier_breaks_the_rule_it_was_told():

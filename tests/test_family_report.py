@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 import yaml
-from family_checks import act, metadata_contract, package, play, rejected, trajectory
+from family_checks import act, broken_rules, metadata_contract, package, play, rejected, trajectory
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.envpkg.examples import write_example_package
@@ -683,14 +683,7 @@ def _broken_rules(change) -> dict[str, set[str]]:
     """The declared rules (`ReportDomain.RULES`) the changed seed domain breaks, by path."""
     data = copy.deepcopy(_seed_data())
     change(data)
-    with pytest.raises(DomainError) as err:
-        FAMILY.parse_domain(data)
-    rules: dict[str, set[str]] = {}
-    for p in err.value.problems:
-        if p.rule is not None:
-            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
-            rules.setdefault(p.path, set()).add(p.rule)
-    return rules
+    return broken_rules(FAMILY, data)
 
 
 def test_a_broken_reference_names_the_field():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from family_checks import act, metadata_contract, package, rejected, trajectory
+from family_checks import act, broken_rules, metadata_contract, package, rejected, trajectory
 
 from openadapt.envpkg.evaluation import EVAL_SEED_START, evaluate, make_policy, run_episode
 from openadapt.envpkg.loader import SEEDS_DIR, load
@@ -728,14 +728,7 @@ def _problems(data):
 
 def _broken_rules(data) -> dict[str, set[str]]:
     """The declared rules (`WorkflowDomain.RULES`) the domain breaks, by path."""
-    with pytest.raises(DomainError) as err:
-        FAMILY.parse_domain(data)
-    rules: dict[str, set[str]] = {}
-    for p in err.value.problems:
-        if p.rule is not None:
-            assert p.message.startswith(FAMILY.domain.rule(p.rule).says)  # in the words the designer was told
-            rules.setdefault(p.path, set()).add(p.rule)
-    return rules
+    return broken_rules(FAMILY, data)
 
 
 def test_every_example_domain_is_valid():

@@ -74,21 +74,20 @@ def collect(env: TextEnv, tiers: list[int], seeds: range, per_tier: int,
         raise TrainingError(f"a warm start learns from a policy that reads only its observations "
                             f"({', '.join(NON_PRIVILEGED)}); {policy!r} is not one")
     kept: list[Demonstration] = []
-    played, first, last = 0, None, None
-    for eci in tiers:
+    played, last = 0, None
+    for eci in tiers:  # every tier plays the seeds from the first
         have = 0
         for seed in seeds:
             if have >= per_tier:
                 break
             episode = play(env, policy, seed, eci)
-            played += 1
-            first, last = seed if first is None else min(first, seed), seed if last is None else max(last, seed)
+            played, last = played + 1, seed if last is None else max(last, seed)
             if episode.solved:
                 kept.append(episode)
                 have += 1
     counts = Counter(d.eci for d in kept)
     return kept, DemonstrationSource(policy=policy, played=played, solved=len(kept), per_tier=dict(sorted(
-        counts.items())), seeds=(first, last) if first is not None else None)
+        counts.items())), seeds=(seeds.start, last) if last is not None else None)
 
 
 def load_file(path: Path) -> tuple[list[Demonstration], DemonstrationSource]:
