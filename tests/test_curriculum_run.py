@@ -22,8 +22,8 @@ STEPS = 6
 # threshold 0 turns the rule into a fixed schedule (one tier per 8 episodes = every 2 steps here), so a short run
 # escalates through the designer and validator whatever the tiny model has learnt.
 FAST = ["--model", "tiny", "--num-generations", "2", "--prompts-per-step", "2", "--warmup-steps", "4",
-        "--window", "8", "--threshold", "0", "--replay-share", "0.5", "--eval-episodes", "0", "--save-steps", "1",
-        "--wandb", "disabled"]
+        "--no-warm-start", "--window", "8", "--threshold", "0", "--replay-share", "0.5", "--eval-episodes", "0",
+        "--save-steps", "1", "--wandb", "disabled"]
 
 
 def cli(*args: str) -> list[str]:
@@ -63,6 +63,7 @@ def test_a_run_escalates_through_the_validator_and_reports(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     state = check_consistent(folder, 4)
     assert state.tier >= 2 and len(state.versions) == state.tier
+    assert json.loads((folder / "curriculum.json").read_text())["warm_start"] == "off"  # --no-warm-start
     events = [e["event"] for e in read_jsonl(folder / "events.jsonl")]
     assert events[0] == "started" and events[-1] == "stopped"
     assert events.count("escalated") == state.tier - 1 and events.count("escalation_triggered") == state.tier - 1

@@ -16,6 +16,7 @@ from test_training import make_config, scripted  # noqa: E402
 
 from openadapt.envpkg.loader import load  # noqa: E402
 from openadapt.training.chat import first_messages, prompt_ids  # noqa: E402
+from openadapt.training.envinfo import action_text  # noqa: E402
 from openadapt.training.errors import TrainingError  # noqa: E402
 from openadapt.training.grpo import choice_openings, field_values, quantize  # noqa: E402
 from openadapt.training.pool import TextEnvPool  # noqa: E402
@@ -81,7 +82,7 @@ def test_each_turn_is_generated_from_the_latest_observation_alone(tokenizer):
     expected = [prompt_ids(tokenizer, first_messages(None, step.prompt, tokenizer)) for step in (first, second)]
     assert contexts == expected  # not the conversation: the case file as it stands at each turn
     assert [row.prompt_ids for row in trace.rows] == expected
-    assert "LAST ACTION : inspect_logs on" in tokenizer.decode(expected[1])
+    assert "LASTACTION:inspect_logson" in tokenizer.decode(expected[1])  # tiny reads it without its spaces
     for row, reply in zip(trace.rows, replies, strict=True):
         assert row.completion_ids == tokenizer(reply, add_special_tokens=False)["input_ids"] + \
             [tokenizer.eos_token_id]
@@ -150,7 +151,7 @@ def test_the_turn_batch_gives_every_turn_its_episodes_advantage(tmp_path, scale_
         completion = captured["completion_ids"][k][captured["completion_mask"][k].bool()].tolist()
         assert prompt == row.prompt_ids and completion == row.completion_ids
         assert prompt in contexts
-        assert "LAST ACTION" in tokenizer.decode(prompt)
+        assert "LASTACTION" in tokenizer.decode(prompt)
     generated = sum(t.generated_tokens for t in traces)
     assert int(captured["num_items_in_batch"]) == generated  # the loss covers generated tokens only
     assert "ref_per_token_logps" in captured  # beta > 0: KL to the initial model per generated token
@@ -238,9 +239,9 @@ def test_an_exploration_opening_starts_the_first_reply_and_is_trained_as_the_mod
     the model's alone."""
     seed, eci = 21, 3
     root = incident(seed, eci).root
-    opening = tokenizer('{"tool": "inspect_logs"', add_special_tokens=False)["input_ids"]
+    opening = tokenizer('{"tool":"inspect_logs"', add_special_tokens=False)["input_ids"]
     contexts: list = []
-    rest = [f', "component": "{root}"}}', diagnose(seed, eci)]
+    rest = [f',"component":"{root}"}}', diagnose(seed, eci)]
     with TextEnvPool("seed:incident_triage", 1) as pool:
         spec = EpisodeSpec(seed=seed, eci=eci, opening=Opening(fields={"tool": "inspect_logs"}))
         (trace,) = run_episodes(pool.envs, [spec],
@@ -266,10 +267,10 @@ def test_explore_draws_first_turn_openings_only_where_a_second_turn_can_follow(t
         drawn = rollout.explore(specs, step=0)
         assert drawn == rollout.explore(specs, step=0)  # seeded: a resumed run draws the same
         opened = [s.opening.text({}) for s in drawn if s.opening]
-        assert 6 <= len(opened) <= 26 and set(opened) <= {json.dumps(t)[:-1] for t in tools}
+        assert 6 <= len(opened) <= 26 and set(opened) <= {action_text(t)[:-1] for t in tools}
         assert len(set(opened)) > 1  # every choice can be drawn, the final one included
         text = tokenizer.decode(tokenizer(opened[0], add_special_tokens=False)["input_ids"])
-        assert text == opened[0].replace(" ", "")  # the opening is words of the tiny model's vocabulary
+        assert text == opened[0]  # the opening is tokens of the tiny model's vocabulary, decoded exactly
         single = [s.model_copy(update={"max_turns": 1}) for s in specs]
         assert not any(s.opening for s in rollout.explore(single, step=0))  # nothing can follow a forced read
 
@@ -282,7 +283,7 @@ def test_explore_choices_narrow_the_draw_and_name_an_unknown_value(tmp_path):
         rollout = solver.rollout
         _, groups = rollout.specs(0, 8)
         opened = {s.opening.text({}) for s in rollout.explore(groups * 4, step=0)}
-        assert opened == {'{"tool": "inspect_logs"', '{"tool": "query_metrics"'}
+        assert opened == {'{"tool":"inspect_logs"', '{"tool":"query_metrics"'}
         with pytest.raises(TrainingError, match="explore_choices read_logs not among the action's `tool` values"):
             choice_openings(solver.pool.envs[0].system_prompt(), "triage", ["inspect_logs", "read_logs"])
 
@@ -335,8 +336,8 @@ def test_explore_turn_and_choices_per_tier_open_a_later_turn_with_its_own_tools(
         specs = [EpisodeSpec(seed=1, eci=3, max_turns=2), EpisodeSpec(seed=1, eci=4, max_turns=3),
                  EpisodeSpec(seed=1, eci=4, max_turns=2)]
         at3, at4, short = rollout.explore(specs, step=0)
-        assert (at3.opening.turn, at3.opening.text({}), at3.opening.fills) == (1, '{"tool": "inspect_logs"', {})
-        assert (at4.opening.turn, at4.opening.text({})) == (2, '{"tool": "read_runbook"')
+        assert (at3.opening.turn, at3.opening.text({}), at3.opening.fills) == (1, '{"tool":"inspect_logs"', {})
+        assert (at4.opening.turn, at4.opening.text({})) == (2, '{"tool":"read_runbook"')
         assert "kill_idle_connections" in at4.opening.fills["fix"] and len(at4.opening.fills["fix"]) == 14
         assert short.opening is None
         with pytest.raises(TrainingError, match="explore_fields evidence is not an enum field of the action"):

@@ -78,9 +78,29 @@ def test_the_warm_start_is_refused_where_it_cannot_run(tmp_path):
     assert TrainConfig(package="seed:incident_triage", output=tmp_path).warm_start == "off"
 
 
+def test_a_curriculum_warm_starts_where_it_can_and_auto_never_fails_a_run(tmp_path):
+    from types import SimpleNamespace
+
+    from openadapt.curriculum.config import CurriculumConfig
+    from openadapt.training.loading import demonstrations_for
+
+    curriculum = CurriculumConfig(source="seed:incident_triage", output=tmp_path / "c")
+    assert curriculum.warm_start == "auto" and curriculum.train_config("seed:incident_triage", 1, False).warm_start \
+        == "auto"
+    # auto asks nothing of a model whose warm start is not built: resolved to off, not refused
+    assert TrainConfig(package="seed:incident_triage", output=tmp_path, model="some/model",
+                       warm_start="auto").warm_start == "off"
+    no_heuristic = SimpleNamespace(family=None, mechanics=SimpleNamespace(policies=SimpleNamespace(heuristic=None)))
+    auto = TrainConfig(package="seed:incident_triage", output=tmp_path, warm_start="auto")
+    assert demonstrations_for(auto, None, no_heuristic) == ([], None)  # starts without one
+    asked = TrainConfig(package="seed:incident_triage", output=tmp_path, warm_start="heuristic")
+    with pytest.raises(TrainingError, match="ships no heuristic policy"):
+        demonstrations_for(asked, None, no_heuristic)
+
+
 def test_a_warm_started_run_records_its_source_and_solves_before_any_grpo_step(tmp_path):
     config = TrainConfig(package="seed:incident_triage", output=tmp_path / "run", steps=1, warm_start="heuristic",
-                         warm_start_episodes=128, warm_start_steps=250, warmup_steps=0, vocab_seeds=20,
+                         warm_start_episodes=128, warm_start_steps=500, warmup_steps=0, vocab_seeds=20,
                          eval_episodes=20, num_generations=2, prompts_per_step=2, wandb="disabled")
     with Solver.create(config) as solver:
         summary = solver.train()
@@ -98,7 +118,7 @@ from openadapt.training.solver import Solver
 config = TrainConfig(package="seed:incident_triage", output=sys.argv[1], steps=2, warm_start="heuristic",
                      warm_start_episodes=32, warm_start_steps=int(sys.argv[2]), warmup_steps=0, vocab_seeds=3,
                      eval_episodes=0, num_generations=2, prompts_per_step=2, save_steps=1, wandb="disabled",
-                     resume=sys.argv[3] == "resume")
+                     max_turns=1, resume=sys.argv[3] == "resume")
 with Solver.create(config, warm_start_progress=lambda n, loss: print(f"warm {n}", flush=True)) as solver:
     solver.train()
 """
@@ -113,7 +133,7 @@ def test_a_run_killed_during_its_warm_start_starts_again_with_the_same_command(t
 
     folder = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    victim = subprocess.Popen([sys.executable, "-c", WARM, str(folder), "200", "new"], env=env, text=True,
+    victim = subprocess.Popen([sys.executable, "-c", WARM, str(folder), "80", "new"], env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     for line in victim.stdout:  # mid warm start: its steps are being taken
         if line.startswith("warm 20"):
@@ -121,11 +141,11 @@ def test_a_run_killed_during_its_warm_start_starts_again_with_the_same_command(t
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
     assert not (folder / "init" / "config.json").exists()  # killed before the model was saved
-    resumed = subprocess.run([sys.executable, "-c", WARM, str(folder), "200", "resume"], env=env, text=True,
+    resumed = subprocess.run([sys.executable, "-c", WARM, str(folder), "80", "resume"], env=env, text=True,
                              capture_output=True, timeout=600)
     assert resumed.returncode == 1 and "starts again with the same command, without --resume" in resumed.stderr
-    again = subprocess.run([sys.executable, "-c", WARM, str(folder), "200", "new"], env=env, text=True,
+    again = subprocess.run([sys.executable, "-c", WARM, str(folder), "80", "new"], env=env, text=True,
                            capture_output=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     summary = RunDir(folder).summary()
-    assert summary["global_step"] == 2 and summary["warm_start"]["steps"] == 200
+    assert summary["global_step"] == 2 and summary["warm_start"]["steps"] == 80

@@ -47,9 +47,9 @@ PromptsOpt = Annotated[int | None, typer.Option(min=1, help="episode groups per 
                                                 "real models 4)")]
 LrOpt = Annotated[float | None, typer.Option(help="learning rate (default per model kind)")]
 WarmupOpt = Annotated[int | None, typer.Option(min=0, help="tiny: format warm-up steps (default per run length)")]
-WarmStartOpt = Annotated[str | None, typer.Option(
-    "--warm-start", metavar="heuristic|off", help="tiny: before GRPO, imitate solved episodes of the package's "
-    "non-privileged policy at the starting tier (default off)")]
+WarmStartOpt = Annotated[bool | None, typer.Option(
+    "--warm-start/--no-warm-start", help="tiny: before GRPO, imitate solved episodes of the package's "
+    "non-privileged policy at the starting tier (default: where the package ships one that solves some)")]
 SaveOpt = Annotated[int | None, typer.Option(min=1, help="checkpoint every N steps (default 10)")]
 ResumeOpt = Annotated[Path | None, typer.Option(metavar="RUN_DIR", help="continue the run in this directory "
                                                 "(its recorded settings; --hours and --max-steps may be given)")]
@@ -114,6 +114,8 @@ def _config(params: dict[str, Any]):
         raise UsageError("give a SOURCE: a task prompt, a package directory or seed:NAME (or --resume RUN_DIR)")
     rule = {k: params[k] for k in RULE} | {"min_episodes": params["min_episodes"] or params["window"]}
     given = {k: v for k, v in params.items() if k not in NOT_SETTINGS and v is not None}
+    if "warm_start" in given:
+        given["warm_start"] = "heuristic" if given["warm_start"] else "off"
     return CurriculumConfig.build(**(params["settings"] or {}) | given, rule=rule, start_tier=params["start_eci"])
 
 

@@ -5,7 +5,7 @@ problem with the flags is one clear line before anything heavy loads or anything
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -42,6 +42,9 @@ class CurriculumConfig(SolverSettings):
                                      "before the run stops as blocked")
     designer_attempts: int = Field(default=3, ge=1, description="LLM repair attempts within one round")
     wandb_project: str = "openadapt-curriculum"
+    # A model that never solves an episode gives GRPO nothing to learn from: a curriculum starts from the
+    # package's heuristic wherever it can (SolverSettings.warm_start).
+    warm_start: Literal["heuristic", "auto", "off"] | None = "auto"
 
     @model_validator(mode="before")
     @classmethod

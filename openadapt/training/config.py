@@ -187,14 +187,16 @@ class SolverSettings(BaseModel):
                                      "schema-valid actions before GRPO (tiny: 400, or for a run of fewer "
                                      "steps that many, at least 100; real models 0)")
     warmup_lr: float = Field(default=3e-3, gt=0)
-    warm_start: Literal["heuristic", "off"] | None = Field(default=None, description=(
+    warm_start: Literal["heuristic", "auto", "off"] | None = Field(default=None, description=(
         "'heuristic': before GRPO, imitate solved episodes of the package's non-privileged policy on training "
-        "seeds, at the run's tiers (tiny only, for now; the oracle is never a source); default 'off'"))
+        "seeds, at the run's tiers (tiny only, for now; the oracle is never a source); 'auto': the same where the "
+        "model is tiny and the package ships a heuristic that solves some episodes, else nothing; default 'off' "
+        "(a curriculum: 'auto')"))
     demonstrations: Path | None = Field(default=None, description="a JSONL of solved episodes to imitate instead "
                                         "of the heuristic's (one episode a line: eci, solved, turns of prompt and "
                                         "completion)")
     warm_start_episodes: int = Field(default=256, ge=1, description="solved demonstrations per tier")
-    warm_start_steps: int = Field(default=400, ge=1, description="imitation steps of 16 demonstrated turns")
+    warm_start_steps: int = Field(default=800, ge=1, description="imitation steps of 16 demonstrated turns")
     warmup_prompt_lm: bool | None = Field(default=None, description="the warm-up also does next-token prediction "
                                           "on the prompts' own text, no answers and no reward (tiny: yes)")
     save_steps: int = Field(default=10, ge=1, description="checkpoint every N steps (and at the end): a kill "
@@ -262,6 +264,8 @@ class SolverSettings(BaseModel):
         if self.imitates and self.context != "last":
             raise ValueError("imitate trains on the turns of solved episodes as rows of their own: it needs context "
                              "'last'")
+        if self.warm_start == "auto" and not (tiny and self.context == "last"):
+            self.__dict__["warm_start"] = "off"  # a real model's warm start is not built; auto asks for none
         if self.warms_up_on_demonstrations and not tiny:
             raise ValueError("the warm start from demonstrations trains the tiny model (cross-entropy on the action "
                              "tokens); a real model's (SFT with LoRA) is not built yet: use warm_start 'off'")
@@ -305,7 +309,7 @@ class SolverSettings(BaseModel):
 
     @property
     def warms_up_on_demonstrations(self) -> bool:
-        return self.demonstrations is not None or self.warm_start == "heuristic"
+        return self.demonstrations is not None or self.warm_start in ("heuristic", "auto")
 
     @property
     def imitates(self) -> bool:

@@ -45,11 +45,25 @@ class SchemaRandomActions(RandomPolicy):
         return payload
 
     def completion(self, observation: dict[str, Any] | str) -> str:
-        return json.dumps(self.payload(observation))
+        return action_text(self.payload(observation))
+
+
+def written_form(completion: str) -> str:
+    """An action as the solver learns to write it: compact JSON with characters as themselves (`Südpark`, which
+    the model can copy from its observation, not `S\\u00fcdpark`). Text that is not JSON is left as it is."""
+    try:
+        return action_text(json.loads(completion))
+    except ValueError:
+        return completion
+
+
+def action_text(value: Any) -> str:
+    """`value` as the solver writes an action: compact JSON, characters as themselves."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _rounded(value: Any) -> Any:
-    # The tiny tokenizer writes floats with one decimal; a random agent's 0.7234 becomes 0.7.
+    # One decimal keeps a random action short (the tiny tokenizer spells a number digit by digit).
     if isinstance(value, float):
         return round(value, 1)
     if isinstance(value, list):

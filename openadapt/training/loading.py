@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 from openadapt.envpkg.loader import PackageRef
 from openadapt.training.config import TrainConfig
 from openadapt.training.demonstrations import Demonstration, DemonstrationSource, collect, load_file
-from openadapt.training.envinfo import TrainingError, action_schema, sample_env
+from openadapt.training.envinfo import TrainingError, action_schema, sample_env, written_form
 from openadapt.training.pool import TextEnvPool
 from openadapt.training.warmup import WarmStartResult, WarmupResult, demonstration_warmup, format_warmup
 
@@ -127,7 +127,7 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
     sample = sample_env(env, schema, tiers, range(config.vocab_seeds))
     demonstrations, source = demonstrations_for(config, env, pool.section)
     shown = [t.prompt for d in demonstrations for t in d.turns]
-    written = [t.completion for d in demonstrations for t in d.turns]
+    written = [written_form(t.completion) for d in demonstrations for t in d.turns]
     vocab = tiny.build_vocabulary([system, *tiny.schema_words(schema), *sample.completions, *written],
                                   [*sample.prompts, *shown], min_count=config.vocab_min_count)
     tokenizer = tiny.build_tokenizer(vocab)
@@ -154,21 +154,25 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
 def demonstrations_for(config: TrainConfig, env: Any, section: Any) -> tuple[list[Demonstration],
                                                                              DemonstrationSource | None]:
     """The demonstrations a run's warm start imitates: the user's file, else solved episodes of the package's
-    heuristic at the run's tiers, else none. TrainingError where the heuristic is asked for and cannot give any."""
+    heuristic at the run's tiers, else none. TrainingError where the heuristic is asked for and cannot give any;
+    `auto` then starts without a warm start."""
     if config.demonstrations is not None:
         return load_file(config.demonstrations)
-    if config.warm_start != "heuristic":
+    if config.warm_start not in ("heuristic", "auto"):
         return [], None
+    asked = config.warm_start == "heuristic"
     if section.family is None and section.mechanics.policies.heuristic is None:
+        if not asked:
+            return [], None
         raise TrainingError("warm_start 'heuristic': the package ships no heuristic policy; give --demonstrations "
                             "FILE or turn the warm start off")
     tries = DEMONSTRATION_TRIES * config.warm_start_episodes
     found, source = collect(env, list(config.eci), range(DEMONSTRATION_SEED_START, DEMONSTRATION_SEED_START + tries),
                             config.warm_start_episodes)
-    if not found:
+    if not found and asked:
         raise TrainingError(f"warm_start 'heuristic': the heuristic solved none of {source.played} episodes at "
                             f"ECI {', '.join(map(str, config.eci))}; give --demonstrations FILE or turn it off")
-    return found, source
+    return found, source if found else None
 
 
 TINY_MIN_COMPLETION = 48

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from openadapt.envpkg.textenv import TextEnv, TextStep
 from openadapt.training.chat import Messages, continuation_ids, first_messages, prompt_ids
+from openadapt.training.envinfo import action_text
 from openadapt.training.errors import TrainingError
 
 # ids of every context -> ids each context's reply (EOS included when the model produced one)
@@ -70,7 +71,7 @@ class Opening(BaseModel):
             rest = json.dumps({k: v for k, v in observation.items() if k != source})
             mentions = [str(v) for v in listed for _ in range(rest.count(str(v)))]
             values[field] = rng.choice(mentions or [str(v) for v in listed])
-        return json.dumps(values)[:-1]
+        return action_text(values)[:-1]
 
     def fill(self, field: str, observation: dict[str, Any]) -> str | None:
         """A value for `field` drawn from its values in proportion to how often `observation` mentions each (None

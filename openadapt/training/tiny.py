@@ -1,15 +1,18 @@
 """The `tiny` model: a small Llama and a word-level tokenizer over one environment's own vocabulary.
 
 Built in this process with no hub access, so it is the CPU path and the CI path. The tokenizer is the crux:
-every word and every punctuation character of the environment's prompts and of its action JSON is a token,
-and decoding joins tokens with spaces but drops the spaces next to a double quote, so a generated token
-sequence decodes to valid JSON (`{"tool":"inspect_logs","service":"orders-db"}`) and a service name in a
-reply is the same token as the service name in the prompt (copying it is a matter of attention).
+a word (letters, `_`, `.` and `-`) is one token, so a service name in a reply is the same token as the service
+name in the prompt (copying it is a matter of attention); every digit, every other character and every run of
+whitespace is a token of its own, and decoding concatenates. Decoding is therefore exact: `08:00` comes back as
+`08:00`, `'open'` as `'open'`, and `JE-50576` as `JE-` and five digits. Ids, amounts and times are drawn afresh
+for every seed, so as whole words the ones of a held-out seed would be outside the vocabulary (`<unk>`) and no
+model could write them; in digits every one is writable, by copying them from the observation.
 """
 
 from __future__ import annotations
 
 import json
+import string
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -19,13 +22,21 @@ from pydantic import BaseModel
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<|end|>"
 ROLE_TOKENS = ("<|system|>", "<|user|>", "<|assistant|>")
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS, *ROLE_TOKENS)
-# Any character outside words is a token of its own ("orders-db:" -> "orders-db", ":").
-PUNCTUATION = r"[^A-Za-z0-9_.\-]"
+WHITESPACE = r"\s+"
+# Any character outside words and whitespace is a token of its own ("orders-db:" -> "orders-db", ":"; "08" -> "0",
+# "8").
+SINGLE = r"[^A-Za-z_.\-\s]"
+# Tokens any action may need whatever the environment: digits, ASCII punctuation, a space.
+ALWAYS = (*string.digits, *string.punctuation, " ")
+# What the model reads (system and user turns) has its spaces marked, and the pre-tokenizer drops the marks: an
+# observation is its words, numbers and line breaks, half as many tokens as with its spaces, and an action (the
+# assistant's turn, and every completion tokenized on its own) keeps every space, so it decodes exactly.
+UNSPACED = "\x1f"
 CHAT_TEMPLATE = (
-    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} <|end|> {% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|> {% endif %}"
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>"
+    "{% if m['role'] == 'assistant' %}{{ m['content'] }}{% else %}{{ m['content'] | replace(' ', '" + UNSPACED + "') }}"
+    "{% endif %}<|end|>{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
-NUMBER_GRID = tuple(f"{i / 10:.1f}" for i in range(11))  # how the tiny model writes a float: one decimal
 
 
 class TinySize(BaseModel):
@@ -43,8 +54,9 @@ class TinySize(BaseModel):
 def word_pre_tokenizer():
     from tokenizers import Regex, pre_tokenizers
 
-    return pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
-                                    pre_tokenizers.Split(Regex(PUNCTUATION), "isolated")])
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(UNSPACED, "removed"),
+                                    pre_tokenizers.Split(Regex(WHITESPACE), "isolated"),
+                                    pre_tokenizers.Split(Regex(SINGLE), "isolated")])
 
 
 def words(text: str) -> list[str]:
@@ -53,9 +65,9 @@ def words(text: str) -> list[str]:
 
 
 def schema_words(schema: dict[str, Any]) -> list[str]:
-    """Every token an action can need: property names, enum values, JSON punctuation and literals, numbers."""
-    found: list[str] = ['{', '}', '[', ']', ':', ',', '"', "true", "false", "null", *NUMBER_GRID]
-    found += [str(i) for i in range(11)]
+    """Every word an action can need: property names, enum values, JSON literals (digits and punctuation are
+    always in the vocabulary)."""
+    found: list[str] = ["true", "false", "null"]
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -65,8 +77,6 @@ def schema_words(schema: dict[str, Any]) -> list[str]:
                 if key in ("enum", "const"):
                     for v in value if isinstance(value, list) else [value]:
                         found.extend(words(json.dumps(v)))
-                if key in ("minimum", "maximum") and isinstance(value, int) and abs(value) <= 100:
-                    found.append(str(value))
                 walk(value)
         elif isinstance(node, list):
             for item in node:
@@ -78,12 +88,13 @@ def schema_words(schema: dict[str, Any]) -> list[str]:
 
 def build_vocabulary(required: Iterable[str], counted: Iterable[str], min_count: int = 2,
                      max_size: int = 8192) -> list[str]:
-    """Special tokens, then every word of `required` texts (system prompt, actions), then the words of `counted`
-    texts (observations) seen at least `min_count` times, most frequent first; everything else is <unk>."""
-    vocab: dict[str, None] = dict.fromkeys(SPECIAL_TOKENS)
+    """Special tokens and the tokens every action may need, then every word of `required` texts (system prompt,
+    actions), then the words of `counted` texts (observations) seen at least `min_count` times, most frequent
+    first; everything else is <unk>."""
+    vocab: dict[str, None] = dict.fromkeys((*SPECIAL_TOKENS, *ALWAYS))
     for text in required:
         vocab.update(dict.fromkeys(words(text)))
-    counts = Counter(w for text in counted for w in words(text))
+    counts = Counter(w for text in counted for w in words(text.replace(" ", UNSPACED)))  # as the model reads them
     for word, n in counts.most_common():
         if len(vocab) >= max_size or n < min_count:
             break
@@ -92,17 +103,14 @@ def build_vocabulary(required: Iterable[str], counted: Iterable[str], min_count:
 
 
 def build_tokenizer(vocab: list[str]):
-    """A `PreTrainedTokenizerFast` (word level, left padding, a chat template) over `vocab`."""
+    """A `PreTrainedTokenizerFast` (word level, exact decoding, left padding, a chat template) over `vocab`."""
     from tokenizers import Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
 
     index = {word: i for i, word in enumerate(vocab)}
     core = Tokenizer(models.WordLevel(index, unk_token=UNK))
     core.pre_tokenizer = word_pre_tokenizer()
-    # Join with spaces (WordPiece with a prefix that never occurs), fuse, then drop spaces beside quotes: JSON
-    # strings come out tight, whitespace between JSON tokens stays (it is legal).
-    core.decoder = decoders.Sequence([decoders.WordPiece(prefix="\x00\x00", cleanup=False), decoders.Fuse(),
-                                      decoders.Replace(' "', '"'), decoders.Replace('" ', '"')])
+    core.decoder = decoders.Fuse()  # whitespace is a token: the text is the tokens side by side
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=core, pad_token=PAD, unk_token=UNK, bos_token=BOS, eos_token=EOS,
         additional_special_tokens=list(ROLE_TOKENS), clean_up_tokenization_spaces=False, padding_side="left",

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from openadapt.envpkg.textenv import TextEnv
 from openadapt.training.chat import first_messages, prompt_ids
 from openadapt.training.demonstrations import Demonstration, DemonstrationSource
-from openadapt.training.envinfo import SchemaRandomActions
+from openadapt.training.envinfo import SchemaRandomActions, written_form
 
 
 class WarmupResult(BaseModel):
@@ -155,12 +155,13 @@ def demonstration_rows(tokenizer: Any, demonstrations: list[Demonstration],
                        system_prompt: str | None) -> list[tuple[list[int], list[int]]]:
     """Every turn of `demonstrations` as (input ids, labels): the context a `context="last"` run generates that
     turn from (the system turn where the run shows it, then the observation) and the demonstrated completion with
-    its EOS; the loss is on the completion only."""
+    its EOS (in its `written_form`); the loss is on the completion only."""
     rows = []
     for episode in demonstrations:
         for turn in episode.turns:
             ids = list(prompt_ids(tokenizer, first_messages(system_prompt, turn.prompt, tokenizer)))
-            answer = list(tokenizer(turn.completion, add_special_tokens=False)["input_ids"]) + [tokenizer.eos_token_id]
+            answer = list(tokenizer(written_form(turn.completion), add_special_tokens=False)["input_ids"])
+            answer.append(tokenizer.eos_token_id)
             rows.append((ids + answer, [-100] * len(ids) + answer))
     return rows
 
