@@ -33,7 +33,7 @@ def main() -> None:
     from openadapt.families import all_families
     from openadapt.training import envinfo, tiny
     from openadapt.training.config import TrainConfig
-    from openadapt.training.demonstrations import play
+    from openadapt.training.demonstrations import collect, play
     from openadapt.training.loading import DEMONSTRATION_SEED_START, DEMONSTRATION_TRIES
 
     written = getattr(envinfo, "written_form", lambda completion: completion)
@@ -49,13 +49,10 @@ def main() -> None:
         system = env.system_prompt()
         schema = envinfo.schema_from_prompt(system)
         sample = envinfo.sample_env(env, schema, [args.tier], range(defaults.vocab_seeds))
-        demos = []
-        for seed in range(DEMONSTRATION_SEED_START, DEMONSTRATION_SEED_START + DEMONSTRATION_TRIES * 256):
-            if len(demos) == defaults.warm_start_episodes:
-                break
-            episode = play(env, "heuristic", seed, args.tier)
-            if episode.solved:
-                demos.append(episode)
+        demos, _ = collect(env, [args.tier], range(DEMONSTRATION_SEED_START, DEMONSTRATION_SEED_START +
+                                                   DEMONSTRATION_TRIES * defaults.warm_start_episodes),
+                           defaults.warm_start_episodes)
+        # build_tiny's vocabulary, spelt out here so the script also runs on a checkout from before written_form
         vocab = tiny.build_vocabulary(
             [system, *tiny.schema_words(schema), *sample.completions,
              *(written(t.completion) for d in demos for t in d.turns)],

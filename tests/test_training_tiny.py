@@ -22,19 +22,19 @@ ACTIONS = [
 @pytest.fixture(scope="module")
 def tokenizer():
     # The vocabulary saw none of the ids, amounts or times above: only the words around them.
-    seen = "book_case case_ or_ submit_answer SELECT COUNT FROM patients WHERE district match ledger statement " \
-           "command query c.name t.report_date report_tasks t t.task_id tool task site start sql amount JE- BS- T-"
-    return tiny.build_tokenizer(tiny.build_vocabulary([seen], [seen.replace("Südpark", "")]))
+    seen = "book_case case_ or_ submit_answer SELECT COUNT FROM patients WHERE district Südpark match ledger " \
+           "statement command query c.name t.report_date report_tasks t t.task_id tool task site start sql amount " \
+           "JE- BS- T-"
+    return tiny.build_tokenizer(tiny.build_vocabulary([seen], []))
 
 
 @pytest.mark.parametrize("action", ACTIONS)
 def test_an_action_decodes_to_exactly_its_text(tokenizer, action):
     text = action_text(action)
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    assert tokenizer.unk_token_id not in ids or "ü" in text  # only the letter it never saw is unknown
-    if "ü" not in text:
-        assert tokenizer.decode(ids) == text  # not '08 : 00', not "' T-1355 '"
-        assert json.loads(tokenizer.decode(ids)) == action
+    assert tokenizer.unk_token_id not in ids
+    assert tokenizer.decode(ids) == text  # not '08 : 00', not "' T-1355 '"
+    assert json.loads(tokenizer.decode(ids)) == action
 
 
 def test_digits_are_tokens_of_their_own_so_a_new_id_is_copied_not_memorised(tokenizer):
