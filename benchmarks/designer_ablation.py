@@ -43,8 +43,8 @@ def main() -> None:
     if not (args.base_url and args.model):
         parser.error("--base-url and --model are needed to run (or --summarize RUN)")
 
-    from openadapt.designer.llm import LLMConfig
     from openadapt.designer.switches import SWITCHES, checked
+    from openadapt.llm.endpoint import LLMConfig
 
     switches = sorted(checked(set(filter(None, args.switches.split(","))))) or list(SWITCHES)
     llm = LLMConfig(base_url=args.base_url, model=args.model, api_key=os.environ.get("OPENADAPT_API_KEY", ""),

@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_endpoint")
     args = parser.parse_args()
 
-    from openadapt.designer.llm import LLMConfig
+    from openadapt.llm.endpoint import LLMConfig
 
     llm = LLMConfig(base_url=args.base_url, model=args.model, api_key=os.environ.get("OPENADAPT_API_KEY", ""),
                     max_retries=args.max_retries)

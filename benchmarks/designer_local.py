@@ -93,8 +93,8 @@ def last_domain_text(folder: Path | None) -> str:
 def choice_only(args) -> None:
     """How often the designer's family choice is the expected family, and how long it takes."""
     from openadapt.designer.family_design import choose_family
-    from openadapt.designer.local import LocalLLM, LocalSettings
     from openadapt.families import all_families
+    from openadapt.llm.local import LocalLLM, LocalSettings
 
     listed = yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())
     prompts, unfit = listed["prompts"], listed.get("no_family", [])
@@ -134,7 +134,7 @@ def main() -> None:
         return score_only(args.score_only)
 
     from openadapt.designer.generate import GenerateRequest, generate
-    from openadapt.designer.local import LocalSettings
+    from openadapt.llm.local import LocalSettings
     from openadapt.validator import Validator
 
     prompts = yaml.safe_load((ROOT / "benchmarks" / "designer_prompts.yaml").read_text())["prompts"]

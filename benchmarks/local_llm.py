@@ -19,8 +19,8 @@ import statistics
 
 from pydantic import BaseModel, Field
 
-from openadapt.designer.local import CATALOGUE, LocalLLM, LocalSettings, list_models
-from openadapt.designer.local.sampling import CHECK_FIRST
+from openadapt.llm.local import CATALOGUE, LocalLLM, LocalSettings, list_models
+from openadapt.llm.local.sampling import CHECK_FIRST
 
 PROMPT = [
     {"role": "system", "content": "You design training environments. Answer briefly."},

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from openadapt.designer.local import LocalLLM
-from openadapt.designer.local.backend import LocalSettings
 from openadapt.designer.naming import name_package
+from openadapt.llm.local import LocalLLM
+from openadapt.llm.local.backend import LocalSettings
 
 # (the task, what it says in English, by a person)
 TASKS = [

@@ -9,5 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || { echo "error: no .venv: run bash scripts/setup.sh first" >&2; exit 2; }
 bash scripts/install_llama_cpp.sh
-.venv/bin/python -m openadapt.designer.local.store pull "$@"
-.venv/bin/python -m openadapt.designer.local.store list
+.venv/bin/python -m openadapt.llm.local.store pull "$@"
+.venv/bin/python -m openadapt.llm.local.store list

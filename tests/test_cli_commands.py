@@ -15,8 +15,8 @@ from test_local_model import build_wheel, gguf_bytes
 from typer.testing import CliRunner
 
 from openadapt.cli import app
-from openadapt.designer.local import store
-from openadapt.designer.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
+from openadapt.llm.local import store
+from openadapt.llm.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[1]

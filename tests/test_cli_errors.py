@@ -171,7 +171,7 @@ class Translator:
         self.text, self.asked = text, []
 
     def complete(self, messages, **_):
-        from openadapt.designer.chat import Completion
+        from openadapt.llm.chat import Completion
 
         self.asked.append(messages[-1]["content"])
         return Completion(text=self.text, finish_reason="stop")

@@ -14,8 +14,8 @@ from scripted_designs import NAME, design_reply
 from openadapt.curriculum.escalation import EscalationRequest, Recertifier
 from openadapt.designer.escalate import DesignerEscalator
 from openadapt.designer.generate import GenerateRequest, generate
-from openadapt.designer.llm import LLMConfig
 from openadapt.envpkg.loader import resolve
+from openadapt.llm.endpoint import LLMConfig
 
 KEY = "sk-test-ESCALATE-77d1"
 

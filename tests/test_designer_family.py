@@ -17,11 +17,9 @@ import yaml
 from fake_openai import FakeOpenAI, Scripted
 from pydantic import BaseModel, Field
 
-from openadapt.designer.chat import LLMError
 from openadapt.designer.copying import ENTITY_NAME, copied_from_example
 from openadapt.designer.family_design import FamilyDomainDesigner
 from openadapt.designer.generate import GenerateRequest, generate
-from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.pieces import (
     cut_rambles,
     distinct_references,
@@ -33,6 +31,8 @@ from openadapt.designer.session import Session
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
 from openadapt.families.domain import Code, DomainError, DomainProblem, iter_texts, without_tasked
+from openadapt.llm.chat import LLMError
+from openadapt.llm.endpoint import LLMClient, LLMConfig
 
 TASK = "Train an agent to debug a Kubernetes deployment whose pods keep crashing, using events, logs and manifests"
 KEY = "sk-test-FAMILY-8e21"
@@ -325,12 +325,12 @@ class PriorBiased:
                 for o in options}
 
     def describe(self):
-        from openadapt.designer.chat import BackendInfo
+        from openadapt.llm.chat import BackendInfo
 
         return BackendInfo(kind="local", model="prior-biased", n_ctx=8192)
 
     def complete(self, messages, *, schema=None, max_tokens=None):
-        from openadapt.designer.chat import Completion
+        from openadapt.llm.chat import Completion
 
         title = (schema or {}).get("title")
         text = {"TaskMechanic": '{"world": "w", "agent_does": "d", "succeeds_when": "s"}'}.get(title, '{"reason": "r"}')
@@ -404,7 +404,7 @@ def test_local_choice_is_calibrated_against_a_content_free_task():
 
 
 def test_an_endpoint_that_dies_mid_design_publishes_nothing_and_keeps_the_attempt(llm, world, tmp_path, validator):
-    from openadapt.designer.chat import LLMError
+    from openadapt.llm.chat import LLMError
 
     scripted = ScriptedModel(world)
 
@@ -1251,7 +1251,7 @@ def test_a_surplus_reading_with_equal_values_is_dropped_without_a_request(llm, w
 
 
 def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_below_the_schemas_minimum():
-    from openadapt.designer.pieces import MAX_FREE_CHARS, MAX_LIST_ITEMS, bounded
+    from openadapt.llm.local.grammar import MAX_FREE_CHARS, MAX_LIST_ITEMS, bounded
 
     schema = {"type": "object", "properties": {
         "choices": {"type": "array", "maxItems": 60, "items": {"type": "string"}},
@@ -1262,7 +1262,7 @@ def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_b
     assert out["columns"]["maxItems"] == 10 and out["columns"]["items"]["maxLength"] == 20
     # the grammar's own copy gives a free text room past its bound, for its phrase to end (the parse cuts it back:
     # `cut_text`); a patterned text keeps the bound its pattern was sized for
-    from openadapt.designer.pieces import with_text_room
+    from openadapt.llm.local.grammar import with_text_room
 
     roomy = with_text_room({"type": "object", "properties": {
         "role": {"type": "string", "maxLength": 80}, "line": {"type": "string", "maxLength": 80, "pattern": "^a+$"},
@@ -1273,7 +1273,7 @@ def test_a_pieces_lists_and_free_strings_are_bounded_for_the_grammar_but_never_b
 
 
 def test_patterns_are_spelled_the_way_llama_cpp_grammars_take_them_and_match_the_same_strings():
-    from openadapt.designer.pieces import grammar_pattern
+    from openadapt.llm.local.grammar import grammar_pattern
 
     cases = {r"^\d{4}-\d{2}-\d{2}$": ["2026-12-01", "2026-1-01", "20261201"],
              r"^[a-z0-9]+(\.[a-z0-9][a-z0-9-]*)+$": ["acme.example", "acme", "acme..x", "a.b-c.d"],
@@ -1305,7 +1305,7 @@ def test_patterned_strings_are_bounded_and_cannot_close_the_json_string():
 def test_an_identifiers_pattern_holds_its_minimum_and_maximum_length_exactly():
     """llama.cpp ignores minLength beside a pattern too: a one-letter metric name (minimum 2) failed the SIEM
     design's fault twice running. A pattern of single characters with one repeat carries both bounds."""
-    from openadapt.designer.pieces import bounded, sized_pattern
+    from openadapt.llm.local.grammar import bounded, sized_pattern
 
     schema = {"type": "object", "properties": {
         "name": {"type": "string", "minLength": 2, "maxLength": 40, "pattern": r"^[a-z][a-z0-9_]*$"},
@@ -2222,7 +2222,7 @@ def test_a_text_going_round_in_a_loop_is_cut_before_its_first_repeated_clause():
     reveal = "The rate is fixed. Anything else about this term? (Y/N) Y/N? Y/N? Y/N? Y{value} EUR per unit."
     assert cut_rambles(reveal) == "The rate is fixed. Anything else about this term? (Y/N) Y/N?"
     # a text the grammar stopped at its cap mid-sentence (the pumps' summary at de18d58) keeps its whole sentences
-    from openadapt.designer.pieces import MAX_FREE_CHARS
+    from openadapt.llm.local.grammar import MAX_FREE_CHARS
 
     whole = " ".join(f"Pump {n} on the farm's field {n} has lost pressure since dawn." for n in range(1, 6))
     capped = f"{whole} The agent must check the pump's motor and shaft for any signs of wear or"[:MAX_FREE_CHARS - 1]

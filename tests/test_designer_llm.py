@@ -12,8 +12,8 @@ from fake_openai import FakeOpenAI, Scripted
 from scripted_designs import ENV_FILE, NAME, as_reply, design_files, design_reply
 
 from openadapt.designer.generate import FAILED_DIR, GenerateRequest, generate
-from openadapt.designer.llm import LLMConfig, LLMError
 from openadapt.designer.reply import parse_reply
+from openadapt.llm.endpoint import LLMConfig, LLMError
 
 KEY = "sk-test-SECRET-3f9a1c"
 

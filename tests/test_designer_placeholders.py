@@ -30,7 +30,7 @@ def encoded(text: str) -> str:
 
 
 def python_pattern(rule, limit=300):
-    from openadapt.designer.pieces import bounded_pattern
+    from openadapt.llm.local.grammar import bounded_pattern
 
     return re.compile(bounded_pattern(text_pattern(rule, limit), 1))
 

@@ -15,12 +15,12 @@ from fake_openai import Scripted
 from typer.testing import CliRunner
 
 from openadapt.cli import app
-from openadapt.designer.chat import Completion
 from openadapt.designer.family_design import pick_example
 from openadapt.designer.generate import GenerateRequest, generate
-from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.whole import NotAnObject, WholeDomainDesigner, domain_rules, reply_object, whole_request
 from openadapt.families import all_families, get_family
+from openadapt.llm.chat import Completion
+from openadapt.llm.endpoint import LLMClient, LLMConfig
 
 TASK = "Train an agent to reconcile the bank statement against the cash book at month end"
 FAMILY = get_family("reconciliation")
@@ -219,6 +219,6 @@ def test_an_unknown_switch_is_refused():
 
 class Offline:
     def describe(self):
-        from openadapt.designer.chat import BackendInfo
+        from openadapt.llm.chat import BackendInfo
 
         return BackendInfo(kind="endpoint", model="offline")

@@ -1,7 +1,7 @@
 """The import contract (docs/architecture.md): every module imports only its own layer or layers below it,
 including imports inside functions (they hide cycles, they do not excuse them).
 
-    core <- kit <- families <- envpkg <- sandbox <- validator <- training <- curriculum <- designer <- cli
+    core <- kit <- families <- llm <- envpkg <- sandbox <- validator <- training <- curriculum <- designer <- cli
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("openadapt", "openadapt.errors", "openadapt.runfiles", "openadapt.runlock")),
     ("kit", ("openadapt.kit",)),
     ("families", ("openadapt.families",)),
+    ("llm", ("openadapt.llm",)),
     ("envpkg", ("openadapt.envpkg", "openadapt.seed_envs")),
     ("sandbox", ("openadapt.sandbox",)),
     ("validator", ("openadapt.validator",)),

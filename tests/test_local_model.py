@@ -20,15 +20,15 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel, Field
 
-from openadapt.designer.chat import ChatBackend, Completion, ReplyError, SchemaError, Usage
-from openadapt.designer.llm import LLMClient, LLMConfig
-from openadapt.designer.local import store
-from openadapt.designer.local.backend import LocalSettings, default_threads, idle_cores
-from openadapt.designer.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
-from openadapt.designer.local.errors import LocalLLMError, ModelCorruptError, ModelNotInstalledError, PullError
-from openadapt.designer.local.gguf_header import read_gguf_info
-from openadapt.designer.local.scripts import uses_foreign_script
 from openadapt.errors import UsageError
+from openadapt.llm.chat import ChatBackend, Completion, ReplyError, SchemaError, Usage
+from openadapt.llm.endpoint import LLMClient, LLMConfig
+from openadapt.llm.local import store
+from openadapt.llm.local.backend import LocalSettings, default_threads, idle_cores
+from openadapt.llm.local.catalogue import CATALOGUE, CatalogueModel, ModelPart
+from openadapt.llm.local.errors import LocalLLMError, ModelCorruptError, ModelNotInstalledError, PullError
+from openadapt.llm.local.gguf_header import read_gguf_info
+from openadapt.llm.local.scripts import uses_foreign_script
 
 FAKE_ID = "fake-model"
 
@@ -265,7 +265,7 @@ def test_catalogue_pins_are_consistent():
 
 
 def test_without_llama_cpp_the_message_says_how_to_install_it(fake, tmp_path, monkeypatch):
-    from openadapt.designer.local.backend import LocalLLM
+    from openadapt.llm.local.backend import LocalLLM
 
     own = tmp_path / "own.gguf"
     own.write_bytes(gguf_bytes())
@@ -349,8 +349,8 @@ def test_a_number_at_an_exclusive_bound_moves_one_unit_inside_it():
 def test_a_text_past_its_bound_is_cut_back_to_whole_sentences_or_words():
     """The supplier's issue (52 s of writing) was lost for a constraint hint of 212 characters (at most 200): a
     pattern counts a placeholder as one character."""
-    from openadapt.designer.chat import cut_text
     from openadapt.families.negotiation.domain import HiddenConstraint
+    from openadapt.llm.chat import cut_text
 
     hint = "The mill has a fixed slot for this order. " * 5 + "If you want it moved, ask {counterpart} first"
     reply = {"reveal": "Our {value} is fixed by the mill's schedule this month.", "hint": hint}
@@ -424,7 +424,7 @@ class _FakeContext:
 def test_saved_contexts_keep_the_conversation_through_a_run_of_requests_aside():
     """Five items written aside one after another (each long enough to be saved in turn) must not push the long
     conversation out: the next conversation request loads it back instead of evaluating it again."""
-    from openadapt.designer.local.contexts import MIN_SAVED_TOKENS, SavedContexts
+    from openadapt.llm.local.contexts import MIN_SAVED_TOKENS, SavedContexts
 
     saved, llama = SavedContexts(), _FakeContext()
     system = list(range(300))
@@ -446,8 +446,8 @@ def test_a_new_designs_conversation_is_kept_where_the_design_before_left_longer_
     """The helpdesk prompt, after the lab reports' design in one benchmark process: its 3,920-token conversation
     was saved beside two longer states of the lab's and dropped at once, so its next request re-evaluated it. A
     design now starts without them (the family designer calls `new_design`)."""
-    from openadapt.designer.local.backend import LocalLLM
-    from openadapt.designer.local.contexts import SavedContexts
+    from openadapt.llm.local.backend import LocalLLM
+    from openadapt.llm.local.contexts import SavedContexts
 
     saved, llama = SavedContexts(), _FakeContext()
     system = list(range(300))
@@ -488,7 +488,7 @@ real_model = pytest.mark.skipif(_SKIP is not None, reason=_SKIP or "")
 
 @pytest.fixture(scope="module")
 def small():
-    from openadapt.designer.local.backend import LocalLLM
+    from openadapt.llm.local.backend import LocalLLM
 
     events = []
     backend = LocalLLM(LocalSettings(model=REAL, n_ctx=2048, temperature=0.8, seed=7, max_tokens=96),
@@ -502,7 +502,7 @@ PROMPT = [{"role": "user", "content": "In one sentence, why do irrigation pumps 
 
 @real_model
 def test_real_model_seeded_sampling_is_deterministic(small):
-    from openadapt.designer.local.backend import LocalLLM
+    from openadapt.llm.local.backend import LocalLLM
 
     first = small.complete(PROMPT, max_tokens=40)
     small.complete([{"role": "user", "content": "Say something else entirely."}], max_tokens=8)  # disturb the cache
@@ -527,7 +527,7 @@ def test_real_model_schema_constrained_reply_validates(small):
 
 
 def test_a_confined_grammar_excludes_the_foreign_scripts_from_every_negated_class():
-    from openadapt.designer.local.scripts import confined
+    from openadapt.llm.local.scripts import confined
 
     gbnf = 'char ::= [^"\\] | "\\" ["\\/bfnrt]\nb ::= "\\"" [A-Z] [^{}]* "{name}"\ndot ::= [^\\x0A\\x0D]'
     out = confined(gbnf)
@@ -631,7 +631,7 @@ def test_a_load_without_extra_buffers_turns_the_repacking_off_for_that_load_only
     # An AMX build is loaded this way (its AMX kernels segfaulted on this project's Xeon, ggml-org/llama.cpp#20824)
     import llama_cpp
 
-    from openadapt.designer.local.backend import _without_extra_buffers, amx_build
+    from openadapt.llm.local.backend import _without_extra_buffers, amx_build
 
     assert isinstance(amx_build(llama_cpp), bool)
     assert llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts
@@ -644,7 +644,7 @@ def test_a_load_without_extra_buffers_turns_the_repacking_off_for_that_load_only
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")
 def test_doctor_names_an_amx_build_and_the_command_that_rebuilds_it(monkeypatch):
     from openadapt.designer import doctor
-    from openadapt.designer.local import backend
+    from openadapt.llm.local import backend
 
     monkeypatch.setattr(backend, "amx_build", lambda llama_cpp: True)
     finding = doctor.check_llama_cpp()
@@ -658,8 +658,8 @@ def test_doctor_names_an_amx_build_and_the_command_that_rebuilds_it(monkeypatch)
 def test_grammar_checked_first_on_the_likeliest_tokens(small, monkeypatch):
     """The default sampling checks a schema's grammar against the likeliest tokens first (TopKGrammar): greedy,
     it writes exactly what checking the whole vocabulary writes, and it is what the backend really uses."""
-    from openadapt.designer.local import sampling
-    from openadapt.designer.local.backend import LocalLLM
+    from openadapt.llm.local import sampling
+    from openadapt.llm.local.backend import LocalLLM
 
     calls = []
     apply = sampling.TopKGrammar.apply
@@ -687,7 +687,7 @@ def test_grammar_check_falls_back_to_the_whole_vocabulary():
     import numpy as np
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from openadapt.designer.local.sampling import TopKGrammar
+    from openadapt.llm.local.sampling import TopKGrammar
 
     vocab_llama = llama_cpp.Llama(str(store.status(REAL).path), vocab_only=True, verbose=False)
     grammar = LlamaGrammar.from_string('root ::= [0-9]+', verbose=False)

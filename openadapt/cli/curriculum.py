@@ -82,7 +82,7 @@ def curriculum(
     Every state write is atomic: a run killed at any point (kill -9 included) continues with --resume RUN_DIR.
     It runs until ECI 5 is mastered unless --hours or --max-steps bound it: hours on a CPU. Exit 0 when it
     stopped by mastery, steps or hours; 1 blocked or failed; 130 interrupted."""
-    from openadapt.designer.llm import LLMConfig
+    from openadapt.llm.endpoint import LLMConfig
 
     config = _config(ctx.params)  # every problem with the flags: one line, before torch and OpenEnv load
     llm = LLMConfig.from_env(base_url=designer_base_url, model=designer_model)

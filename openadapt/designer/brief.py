@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from openadapt.designer.chat import ChatBackend, Completion
 from openadapt.designer.deadline import NO_DEADLINE, Deadline
+from openadapt.llm.chat import ChatBackend, Completion
 
 SYSTEM = ("You are a senior practitioner of the world the user names. You answer from your own knowledge of the "
           "trade, with its concrete names and facts, and never ask for more information.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from openadapt.designer.chat import ReplyError
+from openadapt.llm.chat import ReplyError
 
 clock = time.monotonic  # module-level, so a test can run the limit on a clock of its own
 

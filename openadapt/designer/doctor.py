@@ -122,9 +122,9 @@ def check_openenv() -> Finding:
 
 
 def check_local_model(deep: bool = False) -> Finding:
-    from openadapt.designer.local import CATALOGUE, DEFAULT_MODEL, resolve_model, status
-    from openadapt.designer.local.errors import fix_command
-    from openadapt.designer.local.store import ENV_LOCAL_MODEL
+    from openadapt.llm.local import CATALOGUE, DEFAULT_MODEL, resolve_model, status
+    from openadapt.llm.local.errors import fix_command
+    from openadapt.llm.local.store import ENV_LOCAL_MODEL
 
     spec = os.environ.get(ENV_LOCAL_MODEL) or DEFAULT_MODEL
     endpoint = bool(os.environ.get("OPENADAPT_BASE_URL") or os.environ.get("OPENAI_BASE_URL"))
@@ -155,7 +155,7 @@ def check_llama_cpp() -> Finding:
                        fix="pip install 'openadapt-rl[local]' (builds from source where no wheel fits, ~4 min)")
     import llama_cpp
 
-    from openadapt.designer.local.backend import AMX_NOTE, amx_build
+    from openadapt.llm.local.backend import AMX_NOTE, amx_build
 
     version = f"llama-cpp-python {_version('llama-cpp-python')}"
     if amx_build(llama_cpp):
@@ -186,7 +186,7 @@ def check_training() -> Finding:
 
 
 def check_disk() -> Finding:
-    from openadapt.designer.local import models_dir
+    from openadapt.llm.local import models_dir
 
     places = {"models": models_dir(), "working directory": Path.cwd()}
     free = {label: shutil.disk_usage(_existing(path)).free for label, path in places.items()}

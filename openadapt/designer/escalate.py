@@ -26,11 +26,11 @@ from openadapt.curriculum.escalation import (
 from openadapt.designer import prompting
 from openadapt.designer.base import Candidate
 from openadapt.designer.custom import CustomDesigner
-from openadapt.designer.llm import LLMClient, LLMConfig
 from openadapt.designer.loop import run_design
 from openadapt.designer.provenance import Provenance
 from openadapt.envpkg.manifest import parse_manifest
 from openadapt.envpkg.render import content_digest, template_versions
+from openadapt.llm.endpoint import LLMClient, LLMConfig
 
 
 def package_files(root: Path) -> dict[str, str]:

@@ -42,10 +42,8 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.base import Candidate, DesignerInfo, task_distribution
 from openadapt.designer.brief import write_brief
-from openadapt.designer.chat import ChatBackend, ReplyError, Usage
 from openadapt.designer.copying import copied_from_example
 from openadapt.designer.deadline import NO_DEADLINE, Deadline, OutOfTime
-from openadapt.designer.local.catalogue import CATALOGUE, DEFAULT_MODEL
 from openadapt.designer.pieces import (
     Piece,
     assemble,
@@ -68,6 +66,8 @@ from openadapt.families import all_families
 from openadapt.families.base import Family
 from openadapt.families.domain import FROM_EXAMPLE, Code, Domain, DomainError, DomainProblem, numbered_copies
 from openadapt.families.yamlio import dump_domain
+from openadapt.llm.chat import ChatBackend, ReplyError, Usage
+from openadapt.llm.local.catalogue import CATALOGUE, DEFAULT_MODEL
 
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
 PHRASE_ROUNDS = 2  # repair rounds that find one field description's phrase before it counts as this world's

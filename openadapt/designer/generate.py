@@ -21,19 +21,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from openadapt import __version__
 from openadapt.designer import prompting
 from openadapt.designer.base import Candidate, Designer
-from openadapt.designer.chat import ChatBackend
 from openadapt.designer.custom import CustomDesigner
 from openadapt.designer.deadline import NO_DEADLINE, Deadline
 from openadapt.designer.example import ExampleDesigner, parse_example_ref
 from openadapt.designer.family_design import FamilyDomainDesigner
-from openadapt.designer.llm import LLMClient, LLMConfig, Usage
-from openadapt.designer.local.backend import LocalSettings
 from openadapt.designer.loop import Progress, run_design
 from openadapt.designer.naming import NAME, PackageName, looks_english, name_package
 from openadapt.designer.provenance import Provenance
 from openadapt.designer.whole import WholeDomainDesigner
 from openadapt.envpkg.render import content_digest, template_versions
 from openadapt.errors import UsageError, settings_error
+from openadapt.llm.chat import ChatBackend
+from openadapt.llm.endpoint import LLMClient, LLMConfig, Usage
+from openadapt.llm.local.backend import LocalSettings
 from openadapt.sandbox import SandboxChoice
 
 DesignMode = Literal["auto", "pieces", "whole"]
@@ -187,7 +187,7 @@ def chat_backend(request: GenerateRequest, progress: Progress | None = None) -> 
         return None
     if request.llm is not None:
         return LLMClient(request.llm)
-    from openadapt.designer.local import LocalLLM, ModelNotInstalledError, resolve_model
+    from openadapt.llm.local import LocalLLM, ModelNotInstalledError, resolve_model
 
     settings = request.local or LocalSettings()
     try:

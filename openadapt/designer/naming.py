@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from openadapt.designer.chat import ChatBackend
+from openadapt.llm.chat import ChatBackend
 
 STOPWORDS = frozenset((
     "a", "an", "the", "and", "or", "of", "for", "to", "in", "on", "at", "by", "with", "from", "into", "over",

@@ -16,9 +16,7 @@ import re
 from typing import Any
 
 from openadapt.designer.pieces import (
-    MAX_FREE_CHARS,
     Piece,
-    bounded_pattern,
     is_model,
     kind_branches,
     list_item_model,
@@ -26,6 +24,7 @@ from openadapt.designer.pieces import (
 )
 from openadapt.families.base import Family
 from openadapt.families.domain import Code, DomainError, DomainProblem, placeholders
+from openadapt.llm.local.grammar import MAX_FREE_CHARS, bounded_pattern
 
 PROBE = "zzprobe"  # a placeholder no family knows
 _INDEX = re.compile(r"\[\d+\]")

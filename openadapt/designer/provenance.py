@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from openadapt.designer.base import DesignerInfo
-from openadapt.designer.llm import Usage
 from openadapt.errors import UsageError
+from openadapt.llm.endpoint import Usage
 
 PROVENANCE_FILE = "provenance.json"
 MAX_PROVENANCE_BYTES = 8 * 2**20

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from openadapt.designer.chat import ChatBackend, Completion, ReplyError, Usage
 from openadapt.designer.deadline import NO_DEADLINE, Deadline
+from openadapt.llm.chat import ChatBackend, Completion, ReplyError, Usage
 
 
 @dataclass

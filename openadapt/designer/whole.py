@@ -17,7 +17,6 @@ from typing import Any
 import yaml
 
 from openadapt.designer.base import Candidate, DesignerInfo
-from openadapt.designer.chat import ChatBackend, Completion, Usage
 from openadapt.designer.copying import copied_from_example
 from openadapt.designer.deadline import NO_DEADLINE, Deadline, OutOfTime
 from openadapt.designer.family_design import (
@@ -34,6 +33,7 @@ from openadapt.families import all_families
 from openadapt.families.base import Family
 from openadapt.families.docs import schema_tables
 from openadapt.families.domain import Domain, DomainError, DomainProblem
+from openadapt.llm.chat import ChatBackend, Completion, Usage
 
 MAX_REVISIONS = 2  # revisions of the whole per attempt before the package goes to the validator (or is unusable)
 MAX_PROBLEMS_SENT = 30  # problems listed in one revision request (the rest come back in the next, if still there)

@@ -387,7 +387,7 @@ def is_debris(text: str) -> bool:
 # Scripts a text in Latin letters should not break into: Cyrillic, Hebrew and Arabic, Thai, Hangul Jamo, CJK
 # (radicals to unified ideographs, kana included), Hangul syllables, CJK compatibility ideographs, and the half-
 # and full-width forms ('￥'). Latin letters of every kind, Greek (a unit's 'μ'), symbols, dashes and curly quotes
-# are not among them. The local model's grammar excludes the same ranges (designer/local/scripts.py).
+# are not among them. The local model's grammar excludes the same ranges (llm/local/scripts.py).
 FOREIGN_SCRIPTS = ((0x0400, 0x052F), (0x0590, 0x06FF), (0x0E00, 0x0E7F), (0x1100, 0x11FF), (0x2E80, 0x9FFF),
                    (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFF00, 0xFFEF))
 FOREIGN = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in FOREIGN_SCRIPTS) + "]")

@@ -2,7 +2,7 @@
 
 `--model qwen2.5-coder-0.5b` (or `qwen2.5-coder-1.5b`) names a GGUF file in the model cache, the folder the
 embedded designer pulls its models into: `$OPENADAPT_MODELS_DIR`, else `~/.cache/openadapt/models/`
-(`scripts/fetch_models.sh` / `openadapt.designer.local.store` put `<id>.gguf` there; training never imports the
+(`scripts/fetch_models.sh` / `openadapt.llm.local.store` put `<id>.gguf` there; training never imports the
 designer, it only reads the same folder). `--model /path/to/file.gguf` works the same for any GGUF file.
 
 transformers 5 loads a GGUF with `gguf_file=` (the `gguf` package), dequantized to float32, but such a model

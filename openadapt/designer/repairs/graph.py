@@ -6,9 +6,9 @@ import typing
 
 from pydantic import ValidationError, create_model
 
-from openadapt.designer.chat import ReplyError
 from openadapt.designer.repairs.common import RepairBase, identity
 from openadapt.families.domain import DomainProblem
+from openadapt.llm.chat import ReplyError
 
 
 class GraphRepairs(RepairBase):

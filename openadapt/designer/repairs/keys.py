@@ -8,10 +8,10 @@ import re
 
 from pydantic import ValidationError, create_model
 
-from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import Piece, list_item_model, replace_value, resized
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase
 from openadapt.families.domain import Code, DomainProblem, extends, key_base, numbered_copies
+from openadapt.llm.chat import ReplyError
 
 
 class KeyRepairs(RepairBase):

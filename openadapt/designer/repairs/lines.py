@@ -8,11 +8,11 @@ import typing
 
 from pydantic import ValidationError, create_model
 
-from openadapt.designer.chat import ReplyError
 from openadapt.designer.pieces import bounded, piece_description, resized, spelled, unlevelled
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import Code, DomainProblem, is_debris, is_prose
+from openadapt.llm.chat import ReplyError
 
 
 class LineRepairs(RepairBase):

@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from openadapt.designer.chat import ReplyError
 from openadapt.designer.copying import NAME_FIELDS, is_copy, unquoted
 from openadapt.designer.pieces import bounded, field_guide, is_model, list_item_model, max_tokens_for
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import FROM_DESCRIPTION, FROM_EXAMPLE, Code, DomainProblem, extends
+from openadapt.llm.chat import ReplyError
 
 # A name that is not this item's own (another item's, another line's, words of the schema or of the feedback): a
 # new one is chosen for it.

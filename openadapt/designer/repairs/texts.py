@@ -9,12 +9,12 @@ import typing
 
 from pydantic import ValidationError, create_model
 
-from openadapt.designer.chat import ReplyError
 from openadapt.designer.copying import is_copy, unquoted
 from openadapt.designer.pieces import bounded, named_description, piece_description
 from openadapt.designer.placeholders import with_placeholders
 from openadapt.designer.repairs.common import REPEAT_TEMPERATURE, RepairBase, identity, without_examples
 from openadapt.families.domain import FROM_DESCRIPTION, FROM_EXAMPLE, Code, DomainProblem
+from openadapt.llm.chat import ReplyError
 
 
 class TextRepairs(RepairBase):

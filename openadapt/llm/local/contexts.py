@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from openadapt.designer.chat import Message
-from openadapt.designer.local.errors import LocalLLMError
+from openadapt.llm.chat import Message
+from openadapt.llm.local.errors import LocalLLMError
 
 MIN_SAVED_TOKENS = 512  # a shorter context is cheaper to evaluate again than to keep (a state is ~0.5 GB)
 SAVED_STATES = 2  # the conversation, and one other

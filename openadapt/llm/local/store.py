@@ -17,7 +17,7 @@ Contracts:
   then the default model). A missing model or a corrupt file raises a `UsageError` subclass whose one line
   names the command that fixes it.
 
-Run as a module for the command line: `python -m openadapt.designer.local.store pull|list|verify [ID ...]`.
+Run as a module for the command line: `python -m openadapt.llm.local.store pull|list|verify [ID ...]`.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ from typing import BinaryIO, Literal
 
 from pydantic import BaseModel, Field
 
-from openadapt.designer.local.catalogue import CATALOGUE, DEFAULT_MODEL, CatalogueModel, ModelPart, get_model
-from openadapt.designer.local.errors import ModelCorruptError, ModelNotInstalledError, PullError, fix_command
-from openadapt.designer.local.gguf_header import NotGGUFError, read_gguf_info
 from openadapt.errors import OpenAdaptError, UsageError
+from openadapt.llm.local.catalogue import CATALOGUE, DEFAULT_MODEL, CatalogueModel, ModelPart, get_model
+from openadapt.llm.local.errors import ModelCorruptError, ModelNotInstalledError, PullError, fix_command
+from openadapt.llm.local.gguf_header import NotGGUFError, read_gguf_info
 
 ENV_MODELS_DIR = "OPENADAPT_MODELS_DIR"
 ENV_LOCAL_MODEL = "OPENADAPT_LOCAL_MODEL"
@@ -451,7 +451,7 @@ class _Args(BaseModel):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m openadapt.designer.local.store",
+    parser = argparse.ArgumentParser(prog="python -m openadapt.llm.local.store",
                                      description="Pull, list and verify openadapt's local designer models.")
     sub = parser.add_subparsers(dest="command", required=True)
     p_pull = sub.add_parser("pull", help="download, join and verify models (default: the default model)")

@@ -36,13 +36,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from openadapt.designer.chat import BackendInfo, Completion, Message, Sampling, SchemaError, Usage
-from openadapt.designer.local.contexts import SavedContexts, chat_tokens, shared_prefix
-from openadapt.designer.local.errors import LocalLLMError
-from openadapt.designer.local.sampling import CHECK_FIRST, fast_grammar_llama
-from openadapt.designer.local.scripts import confined, uses_foreign_script
-from openadapt.designer.local.store import ResolvedModel, resolve_model
 from openadapt.errors import UsageError
+from openadapt.llm.chat import BackendInfo, Completion, Message, Sampling, SchemaError, Usage
+from openadapt.llm.local.contexts import SavedContexts, chat_tokens, shared_prefix
+from openadapt.llm.local.errors import LocalLLMError
+from openadapt.llm.local.grammar import with_text_room
+from openadapt.llm.local.sampling import CHECK_FIRST, fast_grammar_llama
+from openadapt.llm.local.scripts import confined, uses_foreign_script
+from openadapt.llm.local.store import ResolvedModel, resolve_model
 
 ENV_THREADS = "OPENADAPT_THREADS"
 INSTALL_HINT = "run `bash scripts/fetch_models.sh` (or `pip install 'openadapt-rl[local]'`)"
@@ -228,8 +229,6 @@ class LocalLLM:
     def grammar_for(self, schema: dict, confine: bool = True) -> Any:
         """The compiled grammar of a JSON schema, `confine`d to the scripts of a conversation that uses none of
         `scripts.FOREIGN_SCRIPTS`; `SchemaError` when llama.cpp cannot enforce it."""
-        from openadapt.designer.pieces import with_text_room  # pieces imports the families: only when asked
-
         key = json.dumps(schema, sort_keys=True) + str(confine)
         if key not in self._grammars:
             self._grammars[key] = _compile_schema(self._loaded.llama, with_text_room(schema), confine)

@@ -1,5 +1,5 @@
 """The endpoint backend: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server, a
-hosted router) through the `openai` client. It meets `openadapt.designer.chat.ChatBackend`.
+hosted router) through the `openai` client. It meets `openadapt.llm.chat.ChatBackend`.
 
 Configuration comes from flags or the environment: `OPENADAPT_BASE_URL` (or `OPENAI_BASE_URL`),
 `OPENADAPT_MODEL`, `OPENADAPT_API_KEY` (or `OPENAI_API_KEY`). The key is held in memory only: it is never written
@@ -19,8 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from openadapt.designer.chat import BackendInfo, Completion, LLMError, Message, Sampling, Usage
 from openadapt.errors import UsageError
+from openadapt.llm.chat import BackendInfo, Completion, LLMError, Message, Sampling, Usage
 
 __all__ = ["Completion", "LLMClient", "LLMConfig", "LLMError", "Usage"]
 

