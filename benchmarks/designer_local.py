@@ -124,6 +124,8 @@ def main() -> None:
     parser.add_argument("--minutes-per-prompt", type=float, default=None, help="no model request or attempt starts "
                         "after this long on one prompt (generate's --time-limit): bounds a whole run's time")
     parser.add_argument("--out", type=Path, default=ROOT / "runs" / "designer_local")
+    parser.add_argument("--off", default="", help="comma-separated designer switches to turn off "
+                        "(openadapt/designer/switches.py), for an ablation; the run goes to OUT/off-NAME")
     parser.add_argument("--choice-only", action="store_true", help="measure only the family choice (seconds)")
     parser.add_argument("--score-only", type=Path, metavar="RUN", help="score a finished run (the folder that holds "
                         "its results.json) again, without the model")
@@ -145,14 +147,21 @@ def main() -> None:
                 **({"threads": args.threads} if args.threads else {})}
     local = LocalSettings(**settings)
     foreign = foreign_material()
+    from openadapt.designer.switches import checked
+
+    try:
+        off = checked(frozenset(filter(None, args.off.split(","))))
+    except ValueError as exc:
+        parser.error(str(exc))
     out = args.out / (args.model or "default").replace("/", "_")
+    out = out / f"off-{'+'.join(sorted(off))}" if off else out
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     with Validator() as validator:
         for prompt in prompts:
             started = time.monotonic()
             result = generate(GenerateRequest(task=prompt["task"], name=prompt["id"], output_root=out, force=True,
-                                              local=local, max_attempts=args.max_attempts,
+                                              local=local, max_attempts=args.max_attempts, switched_off=off,
                                               time_limit_s=args.minutes_per_prompt and args.minutes_per_prompt * 60),
                               progress=lambda phase, attempt, detail: print(f"  {phase} {attempt}: {detail}",
                                                                             file=sys.stderr, flush=True),

@@ -42,35 +42,30 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 
 from openadapt.designer.base import Candidate, DesignerInfo, task_distribution
 from openadapt.designer.brief import write_brief
-from openadapt.designer.copying import copied_from_example
 from openadapt.designer.deadline import NO_DEADLINE, Deadline, OutOfTime
+from openadapt.designer.draft import PHRASE_ROUNDS, Draft
 from openadapt.designer.pieces import (
     Piece,
-    assemble,
     constrained_schema,
-    cut_rambles,
-    distinct_references,
-    drop_repeated_prose,
     instruction_for,
     max_tokens_for,
     owner,
     plan_pieces,
-    thin_repeats,
     trimmed_example,
 )
 from openadapt.designer.placeholders import piece_schema
-from openadapt.designer.repairs import PieceRepairs
+from openadapt.designer.repair import distinct_keys, drop_hopeless, fix
 from openadapt.designer.session import Session
+from openadapt.designer.switches import checked
 from openadapt.envpkg.render import family_package
 from openadapt.families import all_families
 from openadapt.families.base import Family
-from openadapt.families.domain import FROM_EXAMPLE, Code, Domain, DomainError, DomainProblem, numbered_copies
+from openadapt.families.domain import FROM_EXAMPLE, Code, Domain, DomainProblem, numbered_copies
 from openadapt.families.yamlio import dump_domain
 from openadapt.llm.chat import ChatBackend, ReplyError, Usage
 from openadapt.llm.local.catalogue import CATALOGUE, DEFAULT_MODEL
 
 MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
-PHRASE_ROUNDS = 2  # repair rounds that find one field description's phrase before it counts as this world's
 
 Progress = Callable[[str, int, str], None]
 
@@ -224,7 +219,7 @@ def pick_example(task: str, family: Family) -> tuple[Domain, dict[str, Any]]:
 
 
 # ---- the designer -------------------------------------------------------------------------------------------------
-class FamilyDomainDesigner(PieceRepairs):
+class FamilyDomainDesigner:
     """A `Designer` writing a family domain; see the module docstring."""
 
     @property
@@ -237,33 +232,28 @@ class FamilyDomainDesigner(PieceRepairs):
         return self.deterministic
 
     def __init__(self, backend: ChatBackend, name: str, task: str, *, families: list[Family] | None = None,
-                 progress: Progress | None = None, kind: str = "local", deadline: Deadline = NO_DEADLINE):
+                 progress: Progress | None = None, kind: str = "local", deadline: Deadline = NO_DEADLINE,
+                 off: frozenset[str] = frozenset()):
         self.backend = backend
         self.deadline = deadline
+        self.off = checked(off)  # the designer's switches turned off (`switches.SWITCHES`): measurements only
         # The embedded model writes every piece after the header aside where the family asks it
         # (`Domain.PIECES_ASIDE`): a small model copies the worked example's world; an endpoint model keeps the
         # conversation, where the example shows it the whole shape.
         self._pieces_aside = kind == "local"
-        self._unwritten: set[str] = set()  # pieces not asked for because the time limit had passed
         self.name = name
         self.task = task
         self.families = families or all_families()
         self.progress = progress or (lambda phase, attempt, detail: None)
         self.choice: FamilyChoice | None = None
-        self._pieces: list[Piece] = []
-        self._session: Session | None = None
-        self._family: Family | None = None
-        self._example: Domain | None = None
-        self._others: list[Domain] = []
-        self._item_tries: dict[str, int] = {}  # per list item: the repair rounds that found it wrong, running
-        self._rounds_seen: dict[str, int] = {}  # per problem: the repair rounds it was found in
-        self._phrase_rounds: dict[tuple[str, str], int] = {}  # per field and described phrase, the whole design
-        self._attempt = 1  # the package attempt the pieces are written for (progress lines name it)
+        self.draft: Draft | None = None
         self._usage_mark = Usage()  # the session's total when the current attempt began
         info = backend.describe()
         self.info = DesignerInfo(backend=kind, model=info.model, base_url=info.base_url,
                                  model_sha256=info.sha256, settings={**info.sampling.model_dump(),
-                                                                     "threads": info.threads, "n_ctx": info.n_ctx})
+                                                                     "threads": info.threads, "n_ctx": info.n_ctx,
+                                                                     **({"switched_off": sorted(self.off)}
+                                                                        if self.off else {})})
 
     # -- Designer protocol --
     def design(self) -> Candidate:
@@ -280,54 +270,56 @@ class FamilyDomainDesigner(PieceRepairs):
         if choice.family is None:
             return Candidate(problems=[f"no family fits the task ({choice.reason})"], usage=session.usage,
                              notes=notes)
-        self._family = next(f for f in self.families if f.name == choice.family)
-        self.info = self.info.model_copy(update={"family": self._family.ref})
-        self._example, notes["example"] = pick_example(self.task, self._family)
-        self._others = [self._family.load_example(n) for n in self._family.examples()
-                        if self._family.load_example(n) != self._example]
+        family = next(f for f in self.families if f.name == choice.family)
+        self.info = self.info.model_copy(update={"family": family.ref})
+        example, notes["example"] = pick_example(self.task, family)
+        others = [family.load_example(n) for n in family.examples() if family.load_example(n) != example]
         self.progress("writing", 1, "the expert's brief")
         try:
-            brief, asked = write_brief(self.backend, self.task, self._family.brief, self.deadline)
+            brief, asked = write_brief(self.backend, self.task, family.brief, self.deadline)
         except OutOfTime:
             brief, asked = None, None
         notes["brief"] = brief
-        self._session = self._domain_session(choice, brief, session)
+        session = self._domain_session(family, example, choice, brief, session)
         if asked is not None:
-            self._session.record(asked, "brief", aside=True)
+            session.record(asked, "brief", aside=True)
+        self.draft = Draft(family=family, example=example, others=others, task=self.task, session=session,
+                           deadline=self.deadline, progress=self.progress,
+                           pieces=plan_pieces(family.domain, example, split_records=self._pieces_aside))
         self._usage_mark = Usage()
-        self._pieces = plan_pieces(self._family.domain, self._example, split_records=self._pieces_aside)
-        self._start_pieces()
-        for piece in self._pieces:
+        session.order = [p.path for p in self.draft.pieces]
+        for piece in self.draft.pieces:
             self._write(piece)
         return self._candidate(notes, started)
 
     def repair(self, previous: Candidate, feedback: str, attempt: int) -> Candidate:
-        if self._family is None:  # no family fitted: asking again would give the same answer
+        if self.draft is None:  # no family fitted: asking again would give the same answer
             return previous
         started = time.monotonic()
-        self._attempt = attempt
+        draft = self.draft
+        draft.attempt = attempt
         if previous.problems and not previous.files and _keeps_repairing(previous.notes):
             # The draft never parsed: more rounds on its bad pieces first (a full rewrite costs every piece again).
             return self._candidate({"choice": self.choice.note() if self.choice else None, "continued": attempt},
                                    started)
         note = ("An earlier version of this domain failed the environment validator:\n" + feedback[:1500] +
                 "\nWrite the domain again, so that these checks pass.")
-        self._session.prefix = [*self._session.prefix[:3], {"role": "user", "content": note},
+        draft.session.prefix = [*draft.session.prefix[:3], {"role": "user", "content": note},
                                 {"role": "assistant", "content": "{\"ok\": true}"}]
-        self._session.forget()
-        self._item_tries.clear()
-        self._rounds_seen.clear()
-        for piece in self._pieces:
+        draft.session.forget()
+        draft.item_tries.clear()
+        draft.rounds_seen.clear()
+        for piece in draft.pieces:
             piece.value = None
-        for piece in self._pieces:
+        for piece in draft.pieces:
             self._write(piece)
         return self._candidate({"choice": self.choice.note() if self.choice else None, "redesign": attempt}, started)
 
     # -- internals --
-    def _domain_session(self, choice: FamilyChoice, brief: str | None, chosen: Session) -> Session:
+    def _domain_session(self, family: Family, example: Domain, choice: FamilyChoice, brief: str | None,
+                        chosen: Session) -> Session:
         """The conversation the pieces are written in; it goes on counting the requests of `chosen` (the
         family choice's)."""
-        family, example = self._family, self._example
         expert = (f"What an expert of this world says about it (write this world from it, never from the "
                   f"example's):\n{brief}\n\n" if brief else "")
         mechanic = choice.mechanic
@@ -342,34 +334,31 @@ class FamilyDomainDesigner(PieceRepairs):
                                       {"role": "assistant", "content": "{\"ready\": true}"}], usage=chosen.usage,
                        completions=chosen.completions, deadline=self.deadline)
 
-    def _start_pieces(self) -> None:
-        self._session.order = [p.path for p in self._pieces]
-
     def _write(self, piece: Piece, problems: list[DomainProblem] | None = None) -> None:
+        draft, family = self.draft, self.draft.family
         # A record that copied the worked example is written again aside: in its sight, the copy comes back.
         aside = piece.aside or (piece.field is not None and not piece.keys
                                 and any(p.code in FROM_EXAMPLE for p in problems or ()))
-        aside = aside or (piece.field is not None and self._pieces_aside and self._family.domain.PIECES_ASIDE)
-        instruction = instruction_for(replace(piece, aside=aside), self._pieces, self._family, problems)
+        aside = aside or (piece.field is not None and self._pieces_aside and family.domain.PIECES_ASIDE)
+        instruction = instruction_for(replace(piece, aside=aside), draft.pieces, family, problems)
         started = time.monotonic()
         try:
-            schema = piece_schema(constrained_schema(piece, self._pieces, self._family.domain), self._family, piece)
+            schema = piece_schema(constrained_schema(piece, draft.pieces, family.domain), family, piece)
             if aside:  # the worked example's lines are not in sight, so they are not copied
-                piece.value = self._session.ask_aside(f"{self._world_so_far()}{instruction}", piece.model,
-                                                      max_tokens_for(piece, self._example), key=piece.path,
+                piece.value = draft.session.ask_aside(f"{draft.world_so_far()}{instruction}", piece.model,
+                                                      max_tokens_for(piece, draft.example), key=piece.path,
                                                       schema=schema, turn=instruction.split("\n")[0],
                                                       recorded=short_fields if piece.index is not None else None)
             else:
                 apart = self._siblings(piece)
-                piece.value = self._session.ask(instruction, piece.model, max_tokens_for(piece, self._example),
+                piece.value = draft.session.ask(instruction, piece.model, max_tokens_for(piece, draft.example),
                                                 key=piece.path, schema=schema, apart=apart,
                                                 recorded=short_fields if apart else None)
             if piece.keys and problems is None:
                 keys = piece.value.items
                 repeated = [k for i, k in enumerate(keys) if k.lower() in [x.lower() for x in keys[:i]]]
-                copies = ([keys[i] for i in numbered_copies(keys)]
-                          if piece.field in self._family.domain.VARIED_KEYS else [])
-                if (repeated or copies) and not self._distinct_keys(piece):
+                copies = [keys[i] for i in numbered_copies(keys)] if piece.field in family.domain.VARIED_KEYS else []
+                if (repeated or copies) and ("distinct_keys" in self.off or not distinct_keys(draft, piece)):
                     said = [DomainProblem(path=piece.path, code=Code.DUPLICATE_NAME, message=(
                         f"{', '.join(repeated)} repeated: every one must differ"))] if repeated else []
                     said += [DomainProblem(path=piece.path, code=Code.NUMBERED_COPY, message=(
@@ -381,17 +370,17 @@ class FamilyDomainDesigner(PieceRepairs):
                 piece.value = piece.model()  # a record the schema defaults whole (the tool names): its defaults
                 return
             if piece.value is None:
-                if not self._unwritten:
-                    self.progress("writing", self._attempt, f"{self.deadline} was reached: no more requests")
-                self._unwritten.add(piece.path)
+                if not draft.unwritten:
+                    draft.say("writing", f"{self.deadline} was reached: no more requests")
+                draft.unwritten.add(piece.path)
             return
         except (ReplyError, ValidationError) as exc:
             piece.value = None
-            self.progress("writing", self._attempt, f"{piece.path}: unusable reply ({str(exc)[:80]})")
+            draft.say("writing", f"{piece.path}: unusable reply ({str(exc)[:80]})")
             return
-        last = self._session.completions[-1]
+        last = draft.session.completions[-1]
         speed = f", {last['tokens_per_s']:.0f} tok/s" if last.get("tokens_per_s") else ""
-        self.progress("writing", self._attempt, f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
+        draft.say("writing", f"{piece.path} ({time.monotonic() - started:.1f} s{speed})")
 
     @staticmethod
     def _keep_sound_fields(piece: Piece, before: BaseModel | None, paths: set[str],
@@ -415,116 +404,67 @@ class FamilyDomainDesigner(PieceRepairs):
     def _siblings(self, piece: Piece) -> frozenset[str]:
         """The other items of a keyed list (`faults[1]` beside `faults[0]`...): each item is written out of their
         sight, from its own key: a small model copies the item before it into the next, and back when repaired."""
-        if piece.index is None or not any(p.keys and p.field == piece.field for p in self._pieces):
+        pieces = self.draft.pieces
+        if piece.index is None or not any(p.keys and p.field == piece.field for p in pieces):
             return frozenset()
-        return frozenset(p.path for p in self._pieces if p.field == piece.field and p.index is not None
-                         and p is not piece)
-
-    def _world_so_far(self, without: str | None = None) -> str:
-        """The domain's header fields as written (who the agent is, what the system and its parts are called):
-        what a piece written outside the conversation needs to know of this world; `without` leaves one out (the
-        text being rewritten, so that it is not copied back)."""
-        header = next((p for p in self._pieces if p.field is None and p.value is not None), None)
-        if header is None:
-            return ""
-        return f"This world's domain so far: {header.value.model_dump_json(exclude={without} if without else None)}\n\n"
+        return frozenset(p.path for p in pieces if p.field == piece.field and p.index is not None and p is not piece)
 
     def _attempt_usage(self) -> Usage:
-        used = self._session.usage.since(self._usage_mark)
-        self._usage_mark = self._session.usage.model_copy()
+        used = self.draft.session.usage.since(self._usage_mark)
+        self._usage_mark = self.draft.session.usage.model_copy()
         return used
-
-    def _draft(self) -> dict[str, Any]:
-        # Repeats dropped again after the tidy: two symptom lines with different names can tidy to one line.
-        drafted = distinct_references(cut_rambles(assemble(self._pieces)), self._family.domain)
-        tidied = self._family.domain.tidy(drop_repeated_prose(drafted))
-        return thin_repeats(drop_repeated_prose(tidied), self._family.domain)
-
-    def _check(self) -> list[DomainProblem]:
-        data = self._draft()
-        missing = [DomainProblem(path=p.path, code=Code.UNWRITTEN, message=f"not written: {self.deadline} was reached"
-                                 if p.path in self._unwritten else "no usable answer was written")
-                   for p in self._pieces if p.value is None]
-        try:
-            self._family.parse_domain(data)
-            problems = []
-        except DomainError as exc:
-            problems = exc.problems
-        copies = [p for p in copied_from_example(data, self._example, self._others, self.task)
-                  if self._phrase_rounds.get(_described_phrase(p), 0) < PHRASE_ROUNDS]
-        return missing + problems + copies
-
-    def _accept_phrases(self, problems: list[DomainProblem]) -> list[DomainProblem]:
-        """The problems of a repair round less the phrases now taken as this world's: a phrase of a field
-        description's example that the field's texts take over in `PHRASE_ROUNDS` rounds, the text rewritten in
-        between, is a phrase of this world too (a term two worlds share). It is recorded in the notes. A whole text
-        copied from a description, anything from the worked example, or a phrase with a number in it (a part number
-        or a quantity is the example's world, not a form) stays a problem however often it comes back."""
-        for key in {_described_phrase(p) for p in problems} - {None}:
-            if re.search(r"\d", key[1]):
-                continue
-            self._phrase_rounds[key] = self._phrase_rounds.get(key, 0) + 1
-            if self._phrase_rounds[key] == PHRASE_ROUNDS:
-                self.progress("accepted", self._attempt, f"{key[0].removeprefix('domain.')}: {key[1]!r} (taken from "
-                              f"its description's example {PHRASE_ROUNDS} rounds running: this world's words too)")
-        return [p for p in problems if self._phrase_rounds.get(_described_phrase(p), 0) < PHRASE_ROUNDS]
 
     def _candidate(self, notes: dict[str, Any], started: float) -> Candidate:
         """The attempt's candidate after piece repairs; its usage is this attempt's own (the session's is the
         running total of the whole design)."""
-        problems = self._check()
+        draft = self.draft
+        problems = draft.check()
         started_with, rounds = {str(p) for p in problems}, 0
         while problems and rounds < MAX_REPAIR_ROUNDS and not self.deadline.passed:
             rounds += 1
-            problems = self._accept_phrases(problems)
+            problems = draft.accept_phrases(problems)
             if not problems:
                 break
-            if self._drop_hopeless_items(problems, self._item_tries):
-                problems = self._check()
+            if "drop_hopeless" not in self.off and drop_hopeless(draft, problems):
+                problems = draft.check()
                 if not problems:
                     break
             for problem in problems:
-                self._rounds_seen[str(problem)] = self._rounds_seen.get(str(problem), 0) + 1
+                draft.rounds_seen[str(problem)] = draft.rounds_seen.get(str(problem), 0) + 1
             by_piece: dict[str, tuple[Piece, list[DomainProblem], set[str]]] = {}
-            parts: set[str] = set()  # records and texts asked for once this round, with all their problems
+            done: set[str] = set()  # nodes asked for once this round, with all their problems
             for problem in problems:
-                if (self._rename_if_key(problem) or self._default_name(problem)
-                        or self._choose_defined(problem, parts) or self._drop_surplus(problem)
-                        or self._top_up(problem) or self._rename_nested(problem) or self._reword(problem)
-                        or self._rename_listed(problem, parts) or self._rename_in_record(problem, parts)
-                        or self._rewrite_text(problem, parts)
-                        or self._deepen(problem) or self._rewrite_part(problem, parts)):
+                if fix(draft, problem, done, self.off):
                     continue
-                for piece in owner(problem.path, self._pieces):
+                for piece in owner(problem.path, draft.pieces):
                     entry = by_piece.setdefault(piece.path, (piece, [], set()))
                     entry[1].append(problem)
                     entry[2].add(problem.path)
             if by_piece:
                 first = next(iter(by_piece.values()))[1][0]
-                self.progress("repairing pieces", self._attempt,
-                              f"round {rounds}: {len(by_piece)} piece(s), e.g. {str(first)[:140]}")
+                draft.say("repairing pieces", f"round {rounds}: {len(by_piece)} piece(s), e.g. {str(first)[:140]}")
             for piece, found, paths in by_piece.values():
                 before = piece.value
                 self._write(piece, problems=found[:6])
                 self._keep_sound_fields(piece, before, paths, found)
-            problems = self._check()
+            problems = draft.check()
         notes = {**notes, "piece_repair_rounds": rounds, "problems": [len(started_with), len(problems)],
                  "fixed": len(started_with - {str(p) for p in problems}),
-                 "accepted_phrases": [f"{field}: {phrase}" for (field, phrase), n in self._phrase_rounds.items()
+                 "accepted_phrases": [f"{field}: {phrase}" for (field, phrase), n in draft.phrase_rounds.items()
                                       if n >= PHRASE_ROUNDS],
-                 "requests": len(self._session.completions),
-                 "completions": self._session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
+                 "requests": len(draft.session.completions),
+                 "completions": draft.session.completions[-60:], "design_s": round(time.monotonic() - started, 1)}
         if problems and self.deadline.passed:
             notes["out_of_time"] = True
-            unwritten = f"{len(self._unwritten)} piece(s) not written, " if self._unwritten else ""
+            unwritten = f"{len(draft.unwritten)} piece(s) not written, " if draft.unwritten else ""
             problems = [DomainProblem(path="domain", message=f"{self.deadline} was reached: {unwritten}"
                                       f"{len(problems)} problem(s) left unrepaired"), *problems]
         if problems:
-            draft = yaml.safe_dump(self._draft(), sort_keys=False, allow_unicode=True, width=120)
+            data = yaml.safe_dump(draft.data(), sort_keys=False, allow_unicode=True, width=120)
             why = "".join(f"# - {' '.join(str(p).split())}\n" for p in problems[:12])
             return Candidate(problems=[str(p) for p in problems[:12]], usage=self._attempt_usage(), notes=notes,
-                             draft=f"# The domain as drafted; it did not parse:\n{why}{draft}")
-        files = family_files(self.name, self.task, self._family, self._family.parse_domain(self._draft()), self.info)
+                             draft=f"# The domain as drafted; it did not parse:\n{why}{data}")
+        files = family_files(self.name, self.task, draft.family, draft.family.parse_domain(draft.data()), self.info)
         return Candidate(files=files, usage=self._attempt_usage(), notes=notes)
 
 
@@ -534,14 +474,6 @@ def family_files(name: str, task: str, family: Family, domain: Domain, info: Des
     return family_package(name, family.section(task=task), dump_domain(domain, header=header),
                           design_readme(name, task, family, domain, info), tags=("openadapt", "generated"),
                           task_distribution=task_distribution(info))
-
-
-def _described_phrase(problem: DomainProblem) -> tuple[str, str] | None:
-    """(the field, list indices dropped; the phrase) of a text that takes a phrase of its field description's
-    example over, else None."""
-    if problem.code != Code.DESCRIBED_PHRASE or problem.value is None:
-        return None
-    return re.sub(r"\[\d+\]", "[]", problem.path), problem.value
 
 
 def short_fields(value: BaseModel) -> str:

@@ -210,7 +210,8 @@ def choose_designer(request: GenerateRequest, task: str, backend: ChatBackend | 
         family = WholeDomainDesigner(backend, name, task, progress=progress, kind=kind, deadline=deadline,
                                      off=request.switched_off)
     else:
-        family = FamilyDomainDesigner(backend, name, task, progress=progress, kind=kind, deadline=deadline)
+        family = FamilyDomainDesigner(backend, name, task, progress=progress, kind=kind, deadline=deadline,
+                                      off=request.switched_off)
     if request.llm is None:
         return family
     custom = CustomDesigner(backend, name, task, prompting)

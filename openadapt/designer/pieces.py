@@ -520,7 +520,7 @@ def drop_repeated_prose(value: Any) -> Any:
 
 def unlevelled(line: str) -> str:
     """A log line without its level ('WARN {component} x' -> '{component} x'); any other text as it is: two lines
-    that differ only in their level are one line (`drop_repeated_prose`, `_top_up`)."""
+    that differ only in their level are one line (`drop_repeated_prose`, `repair.complete_list`)."""
     level, _, rest = line.partition(" ")
     return rest if rest and level.lower().rstrip(":") in LOG_LEVELS else line
 
