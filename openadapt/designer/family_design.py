@@ -22,8 +22,9 @@ Small models do well on small, well-described pieces with a worked example, and 
 The same prompt, model, sampling settings and seed give the same package.
 
 This module holds the choice and the design loop; the rest lives beside it: `session` (the conversation and its
-KV-cache reuse), `pieces` (planning, each piece's schema and instruction, assembly), `copying` (what a draft took
-from the worked example) and `repairs` (the mechanical repairs of what a small model repeats).
+KV-cache reuse), `pieces` (planning, each piece's schema and instruction, assembly), `draft` (the state the checks
+read and the repairs write), `copying` (what a draft took from the worked example) and `repair` (the regenerate
+primitive and the structural repairs, each a switch).
 """
 
 from __future__ import annotations

@@ -86,8 +86,8 @@ def regenerate(draft: Draft, problem: DomainProblem, done: set[str]) -> bool:
     if node.is_text and node.piece.field is not None and node.piece.index is None and node.piece.part is None \
             and not _whole_list(draft, node.piece) and problem.code in FROM_EXAMPLE and not _short_name(node):
         return False
-    if node.is_record and _below_item(node) == 0:
-        return False  # an item or a record of the domain as a whole: the designer rewrites its piece
+    if not (node.is_text or node.is_record) or (node.is_record and _below_item(node) == 0):
+        return False  # a number, a list, an item or a record of the domain as a whole: its piece is rewritten
     if node.path in done:  # one request per node and round, with every problem it has
         return f"{node.path} failed" not in done
     done.add(node.path)
@@ -134,12 +134,16 @@ def _regenerate_text(draft: Draft, node: Node, wrong: list[DomainProblem]) -> bo
                                kind=_kind(node.parent))
     start, best, said = len(wrong), None, ""
     for tries in range(2):
-        ask = (f"{draft.world_so_far(without=node.name if node.piece.field is None else None)}{said}{what} "
-               f"{told}.{was} Write it again{whose} as JSON "
+        # An item's text that copied nothing is first asked for in the conversation (the worked example in
+        # sight shows the form); a copy, a text of the header or a record, and every second ask, aside.
+        in_sight = not tries and not copy and node.piece.index is not None
+        world = "" if in_sight else draft.world_so_far(without=node.name if node.piece.field is None else None)
+        ask = (f"{world}{said}{what} {told}.{was} Write it again{whose} as JSON "
                f"{{\"text\": ...}}{differ}. What it must be: {_guide(draft, node, wrong)}")
         try:
-            text = draft.session.ask_aside(ask, one, max_tokens=160, schema=schema, reseed=tries,
-                                           temperature=REPEAT_TEMPERATURE if tries else None).text.strip()
+            text = (draft.session.ask(ask, one, max_tokens=160, schema=schema) if in_sight else
+                    draft.session.ask_aside(ask, one, max_tokens=160, schema=schema, reseed=tries,
+                                            temperature=REPEAT_TEMPERATURE if tries else None)).text.strip()
             if text == current or text in others:
                 said = f"{text!r} is already there. "
                 continue
@@ -180,7 +184,9 @@ def _regenerate_record(draft: Draft, node: Node, wrong: list[DomainProblem]) -> 
     schema = with_placeholders(bounded(model.model_json_schema()), draft.family, at)
     start = len(wrong)
     try:
-        value = draft.session.ask_aside(f"{draft.world_so_far()}{ask}", model, max_tokens=room, schema=schema)
+        copied = described or any(p.code in FROM_EXAMPLE for p in wrong)  # else in sight of the worked example
+        value = (draft.session.ask_aside(f"{draft.world_so_far()}{ask}", model, max_tokens=room, schema=schema)
+                 if copied else draft.session.ask(ask, model, max_tokens=room, schema=schema))
         node.put(value)
         still = _problems_at(draft, at)
         if still and set(still) & set(wrong):
