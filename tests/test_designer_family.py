@@ -29,7 +29,7 @@ from openadapt.designer.pieces import (
     plan_pieces,
     thin_repeats,
 )
-from openadapt.designer.repair import drop_hopeless, regenerate
+from openadapt.designer.repair import drop_hopeless, drop_surplus, regenerate
 from openadapt.designer.session import Session
 from openadapt.envpkg.loader import seed_names
 from openadapt.families import all_families, get_family
@@ -2376,6 +2376,23 @@ def test_an_item_with_problems_left_is_dropped_only_where_the_list_keeps_enough_
 
     assert len(drop("daily_report", "weekly_warehouse_report")) == 4  # the 4 the tiers need: kept
     assert len(drop("weekly_warehouse_report", "daily_report")) == 5  # 6, one to spare: dropped
+
+
+def test_a_value_repeating_another_of_its_list_is_dropped_without_a_request_where_the_list_keeps_enough(llm):
+    # the daily sales report at ed13b24: `attributes[0].values` ['retail', 'wholesale', 'retail', 'wholesale'],
+    # rewritten whole four times, came back the same each time
+    designer = _filled_designer(llm, "report", "daily_report", "weekly_warehouse_report")
+    table = next(p for p in designer.draft.pieces if p.path == "domain.subject_table")
+    attributes = table.value.model_dump()["attributes"]
+    attributes[0]["values"] = ["retail", "wholesale", "retail", "wholesale"]
+    table.value = table.model.model_validate({**table.value.model_dump(), "attributes": attributes})
+    llm.responder = lambda body: pytest.fail("no request is needed")
+    for _ in range(2):  # one at a time: a drop moves the lines after it
+        problem = next(p for p in designer.draft.check()
+                       if p.path.startswith("domain.subject_table.attributes[0].values["))
+        assert drop_surplus(designer.draft, problem, set())
+    assert table.value.attributes[0].values == ["retail", "wholesale"]
+    assert not [p for p in designer.draft.check() if p.path.startswith("domain.subject_table")]
 
 
 def test_a_record_written_list_by_list_keeps_each_lines_own_bounds():

@@ -404,16 +404,20 @@ def choose_defined(draft: Draft, problem: DomainProblem, done: set[str]) -> bool
 
 
 def drop_surplus(draft: Draft, problem: DomainProblem, done: set[str]) -> bool:
-    """A record of an item's list that is wrong as a whole (a reading whose healthy and faulty values are equal),
-    or a line of such a list still copying an example after two rounds, is dropped where the list has more than
-    its schema needs: nothing is lost and no request spent (asked for again, such a record comes back the same)."""
+    """Dropped where its list keeps what its schema needs, with no request: a line that repeats another line of its
+    list (the other stays: nothing is lost); a record of an item's list wrong as a whole (a reading whose healthy
+    and faulty values are equal: asked for again, it comes back the same); a line of an item's list still copying
+    an example after two rounds."""
     node = draft.locate(problem.path)
-    if node is None or node.piece.index is None or len(node.steps) != 2 or node.line is None:
+    if node is None or node.line is None or node.parent is None or node.parent.info is None:
         return False
-    if not (node.is_record or (node.is_text and is_copy(problem) and draft.rounds_seen.get(str(problem), 0) >= 2)):
-        return False  # lines and references have repairs of their own, but for a copy
+    repeat = problem.code == Code.REPEATED_LINE and node.is_text
+    in_item = node.piece.index is not None and len(node.steps) == 2
+    copy = node.is_text and is_copy(problem) and draft.rounds_seen.get(str(problem), 0) >= 2
+    if not (repeat or (in_item and (node.is_record or copy))):
+        return False
     if problem not in draft.check():
-        return False  # a record dropped before it moved this one
+        return False  # a line dropped before it moved this one
     needed = next((m.min_length for m in node.parent.info.metadata if getattr(m, "min_length", None) is not None), 0)
     if len(node.parent.value) <= needed:
         return False
@@ -670,8 +674,8 @@ REPAIRS: tuple[Repair, ...] = (
     Repair("rename_key", "a key with a problem renamed everywhere it is used", rename_key),
     Repair("schema_default", "a name repeated within a record takes its field's default", schema_default),
     Repair("choose_defined", "a reference to nothing defined chosen among the defined", choose_defined),
-    Repair("drop_surplus", "a wrong record of an item's list dropped where the list has more than it needs",
-           drop_surplus),
+    Repair("drop_surplus", "a repeated line, or a wrong record of an item's list, dropped where its list keeps "
+           "what it needs", drop_surplus),
     Repair("complete_list", "a list of lines left short completed one new line at a time", complete_list),
     Repair("regenerate", "the smallest node that owns a problem asked for again alone", regenerate),
     Repair("deepen", "a graph too shallow deepened one link at a time, the model choosing", deepen),
