@@ -132,7 +132,7 @@ def _regenerate_text(draft: Draft, node: Node, wrong: list[DomainProblem]) -> bo
                        else (node.annotation, ...))
     schema = with_placeholders(bounded(one.model_json_schema()), draft.family, node.path, "text",
                                kind=_kind(node.parent))
-    start, best, said = len(wrong), None, ""
+    best, said = None, ""
     for tries in range(2):
         # An item's text that copied nothing is first asked for in the conversation (the worked example in
         # sight shows the form); a copy, a text of the header or a record, and every second ask, aside.
@@ -157,8 +157,8 @@ def _regenerate_text(draft: Draft, node: Node, wrong: list[DomainProblem]) -> bo
             break
         said = (f"Still wrong: {'; '.join(unquoted(p, False) for p in still)}. " if copy else
                 f"You wrote {text!r}; still wrong: {'; '.join(p.message for p in still)}. ")
-    if best is None or len(best[1]) >= start:
-        return False
+    if best is None or not {(p.path, p.code) for p in wrong} - {(p.path, p.code) for p in best[1]}:
+        return False  # none of its problems fixed
     node.piece.value = best[0]
     draft.say("rewrote", f"{node.path.removeprefix('domain.')}" + (f" ({len(best[1])} problem(s) left)"
                                                                    if best[1] else ""))
@@ -182,7 +182,6 @@ def _regenerate_record(draft: Draft, node: Node, wrong: list[DomainProblem]) -> 
            f"Write `{at}` again as JSON, fixing every problem.\nFields:\n{guide}")
     room = max(200, max_tokens_for(node.piece, draft.example) // (2 if node.line is None else 4))
     schema = with_placeholders(bounded(model.model_json_schema()), draft.family, at)
-    start = len(wrong)
     try:
         copied = described or any(p.code in FROM_EXAMPLE for p in wrong)  # else in sight of the worked example
         value = (draft.session.ask_aside(f"{draft.world_so_far()}{ask}", model, max_tokens=room, schema=schema)
@@ -207,9 +206,9 @@ def _regenerate_record(draft: Draft, node: Node, wrong: list[DomainProblem]) -> 
                 still = _problems_at(draft, at)
     except (ReplyError, ValidationError):
         return False
-    if len(still) >= start:
-        return False
-    draft.say("rewrote", at.removeprefix("domain."))
+    # kept even where a problem is left: the next round judges it, and its piece rewritten whole (the next
+    # fallback) gives a small model every field of the item to get wrong again
+    draft.say("rewrote", at.removeprefix("domain.") + (f" ({len(still)} problem(s) left)" if still else ""))
     return True
 
 
