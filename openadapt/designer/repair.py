@@ -1,8 +1,9 @@
 """Repairs of a pieces draft (`Draft`): the checks' problems fixed where they are, before the validator sees it.
 
 One primitive does most of the work: **regenerate** the smallest node that owns a problem's path (a text, a
-line, a record inside an item), asked for alone and aside under that node's own schema, told every problem at
-that node, and kept only where it has fewer problems than before. A short name is asked for as three values at
+line, a record inside an item), asked for alone under that node's own schema (aside, out of the worked
+example's sight, where it copied), told every problem at that node; a text is kept where it fixed one of them, a
+record's rewrite is left for the next round to judge. A short name is asked for as three values at
 once (a small model keeps writing the one it wrote; of three, one is likely another). Structural operations do
 what no rewrite of one node can: **rename a key** everywhere it is used, **choose** among the values the domain
 allows (a reference, a graph's link, a field's default), **complete a list** whose repeats were dropped, one new
