@@ -535,7 +535,7 @@ def _more(draft: Draft, have: list[str], need: int, ask: Callable[[str, bool, li
         if len(have) >= need:
             break
         try:
-            reply = draft.session.ask_aside(ask(said, hot and not hot_from_start, have), one, max_tokens=120,
+            reply = draft.session.ask_aside(ask(said, hot, have), one, max_tokens=120,
                                             temperature=REPEAT_TEMPERATURE if hot else None, reseed=tries,
                                             schema=schema)
         except (ReplyError, ValidationError) as exc:
