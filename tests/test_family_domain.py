@@ -162,3 +162,20 @@ def test_a_text_holding_a_slot_left_unfilled_is_a_problem():
     problems = {p.path: p.message for p in caught.value.problems}
     assert "the slot '<pod-name>'" in problems["domain.faults[0].evidence[0]"]
     assert "domain.faults[1].evidence[0]" not in problems
+
+
+def test_a_text_that_writes_its_records_fields_as_data_is_a_problem():
+    # the irrigation prompt's 1.5B, 2026-12-07, published: an evidence line "telltales':['worn out', ...],metrics:[...]"
+    from openadapt.families.domain import Code, DomainError
+
+    family = get_family("diagnosis")
+    data = family.load_example("incident_triage").model_dump(mode="json")
+    data["faults"][0]["evidence"][0] = ("{component} telltales':['worn out', 'suction pressure'],metrics:['suction "
+                                        "pressure'],runbook:['check motor']")
+    data["faults"][1]["evidence"][0] = "ERROR {component} status: degraded, pool: 40 of 40 connections in use"
+    with pytest.raises(DomainError) as caught:
+        family.parse_domain(data)
+    problems = {p.path: p for p in caught.value.problems}
+    leaked = problems["domain.faults[0].evidence[0]"]
+    assert leaked.code == Code.NOT_CONTENT and "(metrics, runbook, telltales)" in leaked.message
+    assert "domain.faults[1].evidence[0]" not in problems  # words before a colon that are no field of the schema

@@ -728,8 +728,12 @@ def test_a_domain_that_breaks_a_declared_rule_names_it():
 
 
 def test_a_bad_placeholder_names_the_field():
-    problems = _edit(lambda d: d.update(lookalike_name="{nme} Holdings"))
-    assert "unknown placeholder(s) {nme}" in problems["domain.lookalike_name"]
+    data = copy.deepcopy(_seed_data())
+    data["lookalike_name"] = "{nme} Holdings"
+    with pytest.raises(DomainError) as err:
+        FAMILY.parse_domain(data)
+    said = [p.message for p in err.value.problems if p.path == "domain.lookalike_name"]
+    assert said == ["unknown placeholder(s) {nme}; allowed here: {name}", "must contain {name}"]  # each once
     problems = _edit(lambda d: d["kpis"][0].update(formula="total_repaid - {total_disbursed}"))
     assert "domain.kpis[0].formula" in problems
 

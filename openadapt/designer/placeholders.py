@@ -1,17 +1,14 @@
-"""A domain text's placeholders held by the grammar: the `{name}`s a text may use, and those it must use, read from
-the family's own checks and compiled into the pattern its piece is asked for under.
+"""A domain text's placeholders held by the grammar: the `{name}`s a text may use, and those it must use, as the
+family declares them (`Domain.PLACEHOLDERS`, which its check reads too), compiled into the pattern its piece is asked
+for under.
 
 A small model writes placeholders the family does not fill and leaves out required ones, and asked again it repeats
-the mistake. Under the pattern neither can be written. The rules are not restated here: each text of the family's
-worked examples is probed through `Family.parse_domain` (the checks stay the one authority), once with an unknown
-placeholder in it (the check answers "allowed here: ...") and once with its placeholders spelled out (it answers
-"must contain ..."). A rule is used only where every text of that field, in every example, gives the same one: a
-rule that depends on the domain's own data (an assessment's slot names) is left to the checks.
+the mistake. Under the pattern neither can be written. A declaration whose names come from the domain's own data (an
+assessment's slot names) is left to the check: they are not known before they are written.
 """
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
@@ -23,94 +20,17 @@ from openadapt.designer.pieces import (
     split_by_kind,
 )
 from openadapt.families.base import Family
-from openadapt.families.domain import Code, DomainError, DomainProblem, placeholders
 from openadapt.llm.local.grammar import MAX_FREE_CHARS, bounded_pattern
 
-PROBE = "zzprobe"  # a placeholder no family knows
 _INDEX = re.compile(r"\[\d+\]")
 Rule = tuple[tuple[str, ...], tuple[str, ...]]  # (allowed, required), each sorted
 
 
-def _texts(data: Any, path: str = "domain") -> list[tuple[str, list[Any], Any]]:
-    """Every prose text of a domain dump (a string with a space in it), as (path, container, key)."""
-    out = []
-    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
-    for key, value in items:
-        at = f"{path}.{key}" if isinstance(data, dict) else f"{path}[{key}]"
-        if isinstance(value, str) and " " in value:
-            out.append((at, data, key))
-        elif isinstance(value, dict | list):
-            out += _texts(value, at)
-    return out
-
-
-def _problems(family: Family, data: dict[str, Any]) -> dict[str, list[DomainProblem]]:
-    try:
-        family.parse_domain(data)
-        return {}
-    except DomainError as exc:
-        found: dict[str, list[DomainProblem]] = {}
-        for problem in exc.problems:
-            found.setdefault(problem.path, []).append(problem)
-        return found
-
-
-def _probe(family: Family, data: dict[str, Any]) -> dict[str, set[Rule]]:
-    """The rule each text of one example domain gives, by template path (`domain.faults[].evidence[]`)."""
-    unknown, spelled = copy.deepcopy(data), copy.deepcopy(data)
-    for _at, container, key in _texts(unknown):
-        text = container[key]
-        names = sorted(placeholders(text))
-        # an unknown placeholder in place of a known one (or of the last word): the text keeps its length
-        container[key] = (text.replace("{" + names[0] + "}", "{" + PROBE + "}", 1) if names else
-                          re.sub(r"\S+$", "{" + PROBE + "}", text))
-    for _, container, key in _texts(spelled):
-        container[key] = re.sub(r"\{(\w+)\}", lambda m: m.group(1).upper(), container[key])
-    said_unknown, said_spelled = _problems(family, unknown), _problems(family, spelled)
-    rules: dict[str, set[Rule]] = {}
-    for at, _, _ in _texts(data):
-        allowed = next((p.choices for p in said_unknown.get(at, []) if p.code == Code.UNKNOWN_PLACEHOLDER), None)
-        if allowed is None:
-            continue  # the checks do not judge this text's placeholders
-        names = tuple(sorted(allowed))
-        # every problem's names: a scheduling rule's check says "must name {site}" and "must name {time}" apart
-        required = {n for p in said_spelled.get(at, []) if p.code == Code.MISSING_PLACEHOLDER for n in p.required}
-        rule = (names, tuple(sorted(required)))
-        rules.setdefault(_INDEX.sub("[]", at), set()).add(rule)
-        kind = _kind_at(data, at)
-        if kind is not None:  # the rule of this text for items of this kind (a scheduling rule's placeholders)
-            rules.setdefault(f"{_INDEX.sub('[]', at)}#{kind}", set()).add(rule)
-    return rules
-
-
-def _kind_at(data: dict[str, Any], at: str) -> str | None:
-    """The `kind` of the record a text at `at` belongs to, where it has one (a scheduling hidden rule's)."""
-    node: Any = data
-    for part in re.findall(r"\.(\w+)|\[(\d+)\]", at.removeprefix("domain"))[:-1]:
-        node = node.get(part[0]) if part[0] and isinstance(node, dict) else \
-            node[int(part[1])] if part[1] and isinstance(node, list) and int(part[1]) < len(node) else None
-    kind = node.get("kind") if isinstance(node, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
 def family_rules(family: Family) -> dict[str, Rule]:
-    """The placeholder rule of each text field of `family` (by template path) that every probed text agrees on;
-    probed once per family and process."""
-    if family.ref not in _RULES:
-        _RULES[family.ref] = _agreed_rules(family)
-    return _RULES[family.ref]
-
-
-_RULES: dict[str, dict[str, Rule]] = {}
-
-
-def _agreed_rules(family: Family) -> dict[str, Rule]:
-    found: dict[str, set[Rule]] = {}
-    names = list(family.examples())
-    for name in names:
-        for at, rules in _probe(family, family.load_example(name).model_dump(mode="json")).items():
-            found.setdefault(at, set()).update(rules)
-    return {at: next(iter(rules)) for at, rules in found.items() if len(rules) == 1}
+    """The placeholder rule of each text field of `family` by template path (`domain.faults[].evidence[]`, with
+    `#kind` where it holds for records of one kind only)."""
+    return {f"domain.{p.at}" + (f"#{p.kind}" if p.kind else ""): (tuple(sorted(p.allowed)), tuple(sorted(p.required)))
+            for p in family.domain.PLACEHOLDERS if p.names_from is None}
 
 
 PLACEHOLDER_CHARS = 12  # room kept for each placeholder written (`{component}` is 11 characters)
@@ -129,7 +49,8 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int =
     # no quote (bounded_pattern leaves `"` and `\` out of the class): allowed escaped, quotes can loop to the limit.
     char = r"[^{}\n\r\t]" if digits else r"[^{}\n\r\t0-9]"
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
-    room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)))
+    # room kept for the placeholders written, where any may be
+    room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)) * bool(allowed))
     # the stretches split the room evenly, so the whole stays within the bound (a small model fills every stretch)
     stretch = max(1, room // (len(required) + 1))
     run = f"{free}{{0,{stretch}}}"

@@ -113,6 +113,47 @@ class Rule:
                              rule=self.code, message=f"{self.says} This domain: {found}.")
 
 
+@dataclass(frozen=True)
+class Placeholders:
+    """The `{name}`s the texts at one path may hold (`allowed`) and must hold (`required`). Declared once, in a
+    family's `Domain.PLACEHOLDERS`: the check reads it, and so does a designer's grammar, under which a small model
+    can then neither write a placeholder the engine does not fill nor leave out one it needs.
+
+    `at`: the path under the domain, `[]` for every item of a list ('faults[].evidence[]'). `kind`: only the texts
+    of records of that kind (a scheduling rule's text names what its kind names). `says`: what a missing one is
+    for, in the family's words. `names_from`: names from the domain's own data the texts may also hold, a path
+    under the record that holds the text ('slots[].name', a question's own slots), or under the domain with a
+    'domain.' prefix; a designer's grammar cannot know them before they are written and leaves such texts to the
+    check."""
+
+    at: str
+    allowed: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    kind: str | None = None
+    says: str | None = None
+    names_from: str | None = None
+
+
+def values_at(root: Any, at: str, path: str = "domain") -> Iterator[tuple[str, Any, Any]]:
+    """(concrete path, value, the record holding it) for every value at template path `at` under `root` (a parsed
+    domain or one of its records); a missing or null step yields nothing."""
+    nodes = [(path, root, root)]
+    for step in at.split("."):
+        name, listed = step.removesuffix("[]"), step.endswith("[]")
+        found = []
+        for where, node, record in nodes:
+            value = getattr(node, name, None) if isinstance(node, BaseModel) else None
+            holder = node if isinstance(node, BaseModel) else record
+            if value is None:
+                continue
+            if listed:
+                found += [(f"{where}.{name}[{i}]", item, holder) for i, item in enumerate(value)]
+            else:
+                found.append((f"{where}.{name}", value, holder))
+        nodes = found
+    yield from nodes
+
+
 class DomainError(UsageError):
     """A domain that does not validate; `problems` name the fields."""
 
@@ -221,6 +262,8 @@ class Domain(DomainPart):
     NO_DIGITS: ClassVar[frozenset[str]] = frozenset()
     # The rules across fields its checks hold it to (`Rule`), stated to a designer before it writes.
     RULES: ClassVar[tuple[Rule, ...]] = ()
+    # The placeholders each of its texts may and must hold (`Placeholders`), checked and held by the grammar.
+    PLACEHOLDERS: ClassVar[tuple[Placeholders, ...]] = ()
 
     @classmethod
     def rules_reading(cls, fields: Iterable[str]) -> list[Rule]:
@@ -249,7 +292,20 @@ class Domain(DomainPart):
     # ---- checks ------------------------------------------------------------------------------------------
     def problems(self) -> list[DomainProblem]:
         """Every semantic problem: the shared text checks, then the family's own."""
-        return [*self._text_problems(), *self._numbered_copy_problems(), *self.family_problems()]
+        return [*self._text_problems(), *self._numbered_copy_problems(), *self._placeholder_problems(),
+                *self.family_problems()]
+
+    def _placeholder_problems(self) -> Iterator[DomainProblem]:
+        for rule in self.PLACEHOLDERS:
+            for path, text, record in values_at(self, rule.at):
+                if not isinstance(text, str) or (rule.kind is not None and getattr(record, "kind", None) != rule.kind):
+                    continue
+                names: tuple[str, ...] = ()
+                if rule.names_from is not None:
+                    root, at = (self, rule.names_from[7:]) if rule.names_from.startswith("domain.") else \
+                        (record, rule.names_from)
+                    names = tuple(str(name) for _, name, _ in values_at(root, at))
+                yield from bad_placeholders(text, (*rule.allowed, *names), path, rule.required, rule.says)
 
     def _numbered_copy_problems(self) -> Iterator[DomainProblem]:
         for list_name in sorted(self.VARIED_KEYS):
@@ -294,6 +350,9 @@ class Domain(DomainPart):
             elif path.endswith(".name") and _listed_fields(text):
                 yield _not_content(path, f"{text[:60]!r} lists the record's fields, not its name: "
                                    "write what this world calls it")
+            elif len(keys := _keys_written(text, _field_names(type(self)))) >= 2:
+                yield _not_content(path, f"this text writes fields of the schema as data ({', '.join(keys)}): "
+                                   "write only what this one field says in this world")
             elif is_prose(text) and (glued := _GLUED.search(text)):
                 yield _not_content(path, f"this text glues a placeholder to the word before it "
                                    f"({glued.group(0)!r}): a space or the words it needs go between them")
@@ -414,10 +473,15 @@ def without_foreign_tail(text: str) -> str:
 RUN = 6  # words in a row that make a phrase somebody's own (with content words, see `phrases`)
 
 
+def phrase_words(text: str) -> list[str]:
+    """A text's words as `phrases` reads them: lowercased, placeholders whole."""
+    return re.findall(r"\{\w+\}|[\w'.%-]+", text.lower())
+
+
 def phrases(text: str) -> list[tuple[str, ...]]:
     """The text's runs of RUN words that hold three words of five letters or more: a phrase with content, not
     a turn of phrase any world's texts share ('give the name and the count')."""
-    words = re.findall(r"\{\w+\}|[\w'.%-]+", text.lower())
+    words = phrase_words(text)
     runs = (tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1))
     return [r for r in runs if sum(len(w) >= 5 and w[0] != "{" for w in r) >= 3]
 
@@ -434,6 +498,31 @@ def descriptions(model: type[BaseModel], seen: set | None = None) -> str:
         parts += [descriptions(inner, seen) for inner in [f.annotation, *typing.get_args(f.annotation)]
                   if isinstance(inner, type) and issubclass(inner, BaseModel)]
     return "\n".join(parts)
+
+
+@functools.cache
+def _field_names(model: type[BaseModel]) -> frozenset[str]:
+    """Every field name anywhere in a schema."""
+    names, todo, seen = set(), [model], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for name, f in current.model_fields.items():
+            names.add(name)
+            todo += [inner for inner in [f.annotation, *typing.get_args(f.annotation)]
+                     if isinstance(inner, type) and issubclass(inner, BaseModel)]
+    return frozenset(names)
+
+
+_KEY = re.compile(r"\b([a-z][a-z_]*)['\"]?\s*:")  # a key written as data ('telltales': [...], runbook: ...)
+
+
+def _keys_written(text: str, fields: frozenset[str]) -> list[str]:
+    """The schema's field names a text writes as keys, a record run into one string (the irrigation 1.5B's evidence
+    line "telltales':['worn out', ...],metrics:['suction pressure'],runbook:[...]")."""
+    return sorted({m.group(1) for m in _KEY.finditer(text)} & fields)
 
 
 @functools.cache
@@ -621,8 +710,10 @@ def too_few(items: list[Any], minimum: int, path: str, why: str) -> list[DomainP
                           message=f"has {len(items)} item(s); at least {minimum} are needed {why}")]
 
 
-def bad_placeholders(text: str, allowed: Iterable[str], path: str, required: Iterable[str] = ()) -> list[DomainProblem]:
-    """Placeholders of a domain text outside `allowed`, and (one problem) those of `required` it lacks."""
+def bad_placeholders(text: str, allowed: Iterable[str], path: str, required: Iterable[str] = (),
+                     says: str | None = None) -> list[DomainProblem]:
+    """Placeholders of a domain text outside `allowed`, and (one problem) those of `required` it lacks (`says`:
+    what they are for, in the family's words)."""
     problems = []
     unknown = placeholders(text) - set(allowed)
     if unknown:
@@ -633,7 +724,7 @@ def bad_placeholders(text: str, allowed: Iterable[str], path: str, required: Ite
     missing = [name for name in required if "{" + name + "}" not in text]
     if missing:
         shown = ", ".join("{" + m + "}" for m in missing)
-        problems.append(missing_placeholders(path, missing, f"must contain {shown}"))
+        problems.append(missing_placeholders(path, missing, says or f"must contain {shown}"))
     return problems
 
 

@@ -22,10 +22,9 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Reference,
-    bad_placeholders,
     duplicates,
-    missing_placeholders,
     names_differ,
     placeholders,
     unknown_ref,
@@ -185,6 +184,15 @@ class AssessmentDomain(Domain):
     )
     REFERENCES = {"criteria.section": Reference("sections.id"), "rules.criterion": Reference("criteria.id"),
                   "rules.section": Reference("sections.id")}
+    PLACEHOLDERS = (
+        *(Placeholders(at, names_from="domain.slots[].name") for at in (
+            "header", "sections[].filler[]", "criteria[].features[].snippets[]", "criteria[].lookalikes[].snippets[]",
+            "rules[].triggers[]")),
+        *(Placeholders(f"notices.{field}", ("section",), ("section",), says="must name the section with {section}")
+          for field in ("missing", "absent")),
+        Placeholders("guide_notes[]"),
+        Placeholders("rules[].note", ("cap", "criterion"), ("cap",), says="must state the cap with {cap}"),
+    )
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the teaching assistant grading CHEM 201 lab reports', 'the third-party risk "
         "analyst'."))
@@ -229,7 +237,6 @@ class AssessmentDomain(Domain):
     def family_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
         levels = len(self.scale)
-        slot_names = [s.name for s in self.slots]
         section_ids = [s.id for s in self.sections]
         criterion_ids = [c.id for c in self.criteria]
         p += duplicates(self.sections, "id", "domain.sections")
@@ -241,23 +248,10 @@ class AssessmentDomain(Domain):
             p.append(DomainProblem(path="domain.scale", message=f"level names must differ: {self.scale}"))
         p += names_differ(self.tools.model_dump(), "domain.tools", "tool names")
 
-        p += bad_placeholders(self.header, slot_names, "domain.header")
-        for i, section in enumerate(self.sections):
-            for j, text in enumerate(section.filler):
-                p += bad_placeholders(text, slot_names, f"domain.sections[{i}].filler[{j}]")
-        for field in ("missing", "absent"):
-            text = getattr(self.notices, field)
-            p += bad_placeholders(text, ("section",), f"domain.notices.{field}")
-            if "{section}" not in text:
-                p.append(missing_placeholders(f"domain.notices.{field}", ["section"],
-                                              "must name the section with {section}"))
-        for j, note in enumerate(self.guide_notes):
-            p += bad_placeholders(note, (), f"domain.guide_notes[{j}]")
-
         for i, c in enumerate(self.criteria):
-            p += self._criterion_problems(i, c, levels, slot_names, section_ids)
+            p += self._criterion_problems(i, c, levels, section_ids)
         for i, rule in enumerate(self.rules):
-            p += self._rule_problems(i, rule, levels, slot_names, section_ids, criterion_ids)
+            p += self._rule_problems(i, rule, levels, section_ids, criterion_ids)
         p += self._cue_problems()
 
         lookalikes = sum(len(c.lookalikes) for c in self.criteria)
@@ -285,7 +279,7 @@ class AssessmentDomain(Domain):
                     seen[f.id] = at
         return p
 
-    def _criterion_problems(self, i: int, c: Criterion, levels: int, slot_names: list[str],
+    def _criterion_problems(self, i: int, c: Criterion, levels: int,
                             section_ids: list[str]) -> list[DomainProblem]:
         at = f"domain.criteria[{i}]"
         p = unknown_ref(c.section, section_ids, f"{at}.section", "section")
@@ -308,7 +302,6 @@ class AssessmentDomain(Domain):
                 p.append(DomainProblem(path=f"{fat}.level", message=(
                     "a strength at level 1 earns nothing: give it the level it earns (2 or more)")))
             for k, snippet in enumerate(f.snippets):
-                p += bad_placeholders(snippet, slot_names, f"{fat}.snippets[{k}]")
                 if not any(cue.lower() in snippet.lower() for cue in f.cues):
                     p.append(DomainProblem(path=f"{fat}.snippets[{k}]", message=(
                         f"contains none of the feature's cues {f.cues}: every snippet must contain one")))
@@ -334,22 +327,16 @@ class AssessmentDomain(Domain):
                 continue
             cues = defects[lk.resembles].cues
             for k, snippet in enumerate(lk.snippets):
-                p += bad_placeholders(snippet, slot_names, f"{lat}.snippets[{k}]")
                 if not any(cue.lower() in snippet.lower() for cue in cues):
                     p.append(DomainProblem(path=f"{lat}.snippets[{k}]", message=(
                         f"shares none of {lk.resembles!r}'s cues {cues}: a lookalike must look like that defect")))
         return p
 
-    def _rule_problems(self, i: int, rule: Rule, levels: int, slot_names: list[str], section_ids: list[str],
+    def _rule_problems(self, i: int, rule: Rule, levels: int, section_ids: list[str],
                        criterion_ids: list[str]) -> list[DomainProblem]:
         at = f"domain.rules[{i}]"
         p = unknown_ref(rule.criterion, criterion_ids, f"{at}.criterion", "criterion")
         p += unknown_ref(rule.section, section_ids, f"{at}.section", "section")
-        p += bad_placeholders(rule.note, ("cap", "criterion"), f"{at}.note")
-        if "{cap}" not in rule.note:
-            p.append(DomainProblem(path=f"{at}.note", message="must state the cap with {cap}"))
-        for k, text in enumerate(rule.triggers):
-            p += bad_placeholders(text, slot_names, f"{at}.triggers[{k}]")
         if rule.cap >= levels:
             p.append(DomainProblem(path=f"{at}.cap", message=f"{rule.cap} must be below the top level ({levels})"))
         criterion = next((c for c in self.criteria if c.id == rule.criterion), None)

@@ -19,13 +19,12 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Reference,
     Rule,
-    bad_placeholders,
     dependency_cycle,
     duplicates,
     identifier_problems,
-    missing_placeholders,
     names_differ,
 )
 
@@ -143,6 +142,19 @@ class DiagnosisDomain(Domain):
     )
     REFERENCES = {"components.depends_on": Reference("components.name", later_only=True, min_chain=3),
                   "faults.applies_to": Reference("components.kind")}
+    PLACEHOLDERS = (
+        Placeholders("faults[].evidence[]", ("component", *NUMBER_PLACEHOLDERS), ("component",),
+                     says="must name the faulty component with {component}"),
+        Placeholders("faults[].constraint.note", ("component",)),
+        Placeholders("alert", ("component", "rate", "latency"), ("component",),
+                     says="must contain {component} (the alerting one)"),
+        Placeholders("symptom_lines[]", ("component", "dependency", *NUMBER_PLACEHOLDERS), ("component", "dependency"),
+                     says="must name both {component} and {dependency}"),
+        Placeholders("recovered_line", ("component", "dependency")),
+        Placeholders("background_lines[]", ("component", *NUMBER_PLACEHOLDERS), ("component",),
+                     says="must use {component}"),
+        Placeholders("noise_lines[]", ("component", *NUMBER_PLACEHOLDERS), ("component",), says="must use {component}"),
+    )
 
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the night-shift refrigeration technician', 'the on-call site reliability engineer'."))
@@ -268,12 +280,6 @@ class DiagnosisDomain(Domain):
             if fault.applies_to and not any(self._has_dependents(c.name) for c in eligible):
                 p.append(self.rule("upstream_kinds").broken(
                     f"{at}.applies_to", f"nothing depends on a component of kinds {fault.applies_to}"))
-            allowed = ("component", *NUMBER_PLACEHOLDERS)
-            for j, line in enumerate(fault.evidence):
-                p += bad_placeholders(line, allowed, f"{at}.evidence[{j}]")
-                if "{component}" not in line:
-                    p.append(missing_placeholders(f"{at}.evidence[{j}]", ["component"],
-                                                  "must name the faulty component with {component}"))
             text = " ".join(fault.evidence)
             for j, word in enumerate(fault.telltales):
                 if word not in text:
@@ -284,7 +290,6 @@ class DiagnosisDomain(Domain):
                 if abs(metric.faulty - metric.healthy) < 1e-9:
                     p.append(self.rule("reading_moves").broken(
                         f"{at}.metrics[{j}]", f"healthy and faulty values are equal ({metric.healthy:g})"))
-            p += bad_placeholders(fault.constraint.note, ("component",), f"{at}.constraint.note")
             if fault.constraint.fix == fault.fix:
                 p.append(DomainProblem(path=f"{at}.constraint.fix",
                                        message=f"must differ from the usual fix {fault.fix!r} (the constraint "
@@ -304,25 +309,10 @@ class DiagnosisDomain(Domain):
         return p
 
     def _line_problems(self) -> list[DomainProblem]:
-        p = bad_placeholders(self.alert, ("component", "rate", "latency"), "domain.alert")
-        if "{component}" not in self.alert:
-            p.append(missing_placeholders("domain.alert", ["component"], "must contain {component} (the alerting one)"))
-        for j, line in enumerate(self.symptom_lines):
-            p += bad_placeholders(line, ("component", "dependency", *NUMBER_PLACEHOLDERS),
-                                  f"domain.symptom_lines[{j}]")
-            if "{component}" not in line or "{dependency}" not in line:
-                p.append(missing_placeholders(f"domain.symptom_lines[{j}]", ["component", "dependency"],
-                                              "must name both {component} and {dependency}"))
-        if "timed out" not in self.symptom_lines[0]:
-            p.append(DomainProblem(path="domain.symptom_lines[0]",
-                                   message="must say that '{dependency}' timed out (or 'timed out' in its words)"))
-        p += bad_placeholders(self.recovered_line, ("component", "dependency"), "domain.recovered_line")
-        for field in ("background_lines", "noise_lines"):
-            for j, line in enumerate(getattr(self, field)):
-                p += bad_placeholders(line, ("component", *NUMBER_PLACEHOLDERS), f"domain.{field}[{j}]")
-                if "{component}" not in line:
-                    p.append(DomainProblem(path=f"domain.{field}[{j}]", message="must use {component}"))
-        return p
+        if "timed out" in self.symptom_lines[0]:
+            return []
+        return [DomainProblem(path="domain.symptom_lines[0]",
+                              message="must say that '{dependency}' timed out (or 'timed out' in its words)")]
 
     def _cycle_problems(self) -> list[DomainProblem]:
         cycle = dependency_cycle({c.name: [d for d in c.depends_on if d != c.name] for c in self.components})

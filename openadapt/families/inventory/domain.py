@@ -20,8 +20,8 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Rule,
-    bad_placeholders,
     duplicates,
     name_field,
     unknown_ref,
@@ -188,6 +188,13 @@ class InventoryDomain(Domain):
              f"{MAX_DRIFT + SHELF_MARGIN} periods: from ECI 3 a lead time drifts by up to {MAX_DRIFT}, and stock "
              f"must stay usable {SHELF_MARGIN} more."),
     )
+    PLACEHOLDERS = (
+        Placeholders("suppliers[].notices[]", NOTICE_ALLOWED),
+        Placeholders("locations[].capacity_reasons[]", REASON_ALLOWED),
+        Placeholders("texts.drift_notices[]", DRIFT_ALLOWED, DRIFT_REQUIRED),
+        Placeholders("texts.demand_signals[]", SIGNAL_ALLOWED, SIGNAL_REQUIRED),
+        Placeholders("texts.promotions[]", PROMO_ALLOWED, PROMO_REQUIRED),
+    )
     agent_role: str = Field(min_length=5, max_length=100, description=(
         "Who the agent is, e.g. 'the replenishment planner of the Ridgeway distribution centre'."))
     site: str = Field(min_length=3, max_length=80, description=(
@@ -250,7 +257,6 @@ class InventoryDomain(Domain):
                     "a single multiplier is no pattern: give 2 to 7 values, or none for flat demand")))
         p += self._offer_problems(items)
         p += self._variety_problems(items)
-        p += self._text_problems_of_family()
         return p
 
     def _offer_problems(self, items: dict[str, Item]) -> list[DomainProblem]:
@@ -284,8 +290,6 @@ class InventoryDomain(Domain):
                         p.append(self.rule("shelf_life").broken(
                             f"{at}.item", f"{item.id} keeps {item.shelf_life} {self.period_noun}s, {supplier.id} "
                             f"needs {worst}"))
-            for n, notice in enumerate(supplier.notices):
-                p += bad_placeholders(notice, NOTICE_ALLOWED, f"domain.suppliers[{s}].notices[{n}]")
         return p
 
     def _variety_problems(self, items: dict[str, Item]) -> list[DomainProblem]:
@@ -306,20 +310,6 @@ class InventoryDomain(Domain):
         active = [s.id for s in self.suppliers if any(o.item in items for o in s.offers)]
         if len(active) < 3:
             p.append(rule("active_suppliers").broken("domain.suppliers", f"{active or 'none'}"))
-        return p
-
-    def _text_problems_of_family(self) -> list[DomainProblem]:
-        p: list[DomainProblem] = []
-        groups = (("drift_notices", DRIFT_ALLOWED, DRIFT_REQUIRED), ("demand_signals", SIGNAL_ALLOWED,
-                                                                       SIGNAL_REQUIRED),
-                  ("promotions", PROMO_ALLOWED, PROMO_REQUIRED))
-        for name, allowed, required in groups:
-            for j, text in enumerate(getattr(self.texts, name)):
-                at = f"domain.texts.{name}[{j}]"
-                p += bad_placeholders(text, allowed, at, required=required)
-        for i, location in enumerate(self.locations):
-            for j, reason in enumerate(location.capacity_reasons):
-                p += bad_placeholders(reason, REASON_ALLOWED, f"domain.locations[{i}].capacity_reasons[{j}]")
         return p
 
     # ---- facts the engine uses ---------------------------------------------------------------------------

@@ -22,12 +22,11 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Reference,
     Rule,
-    bad_placeholders,
     duplicate_values,
     duplicates,
-    missing_placeholders,
     too_few,
     unknown_ref,
 )
@@ -48,6 +47,13 @@ Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
 Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=200,
                                            pattern=r"^(a|an|the) [^ \n]{1,40} [^ \n]{1,40} [^\n]{2,150}$")]
 _ARTICLE = re.compile(r"^(A|An|The) ")
+# The placeholders of each kind of counterpart message besides {counterpart} and {subject}: (extra, required).
+MESSAGE_PLACEHOLDERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "opening": (("offer",), ("offer",)), "counter": (("offer",), ("offer",)), "final": (("offer",), ("offer",)),
+    "accept": (("offer",), ("offer",)), "confirm": (("offer",), ()), "insulted": ((), ()), "walk_away": ((), ()),
+    "anchors": (("issue", "value"), ("value",)), "priorities": (("top", "least"), ("top",)),
+    "no_constraints": ((), ()), "timeline": (("rounds",), ("rounds",)),
+}
 
 
 class HiddenConstraint(DomainPart):
@@ -262,6 +268,16 @@ class NegotiationDomain(Domain):
              "strictest limits (the weighted share of each issue's range from that limit to the persona's preferred "
              "end), so that a deal exists."),
     )
+    PLACEHOLDERS = (
+        Placeholders("issues[].phrase", ("value",), ("value",), says="must contain {value} (where the figure goes)"),
+        Placeholders("issues[].priority_tells[]", ("counterpart",)),
+        Placeholders("issues[].constraint.reveal", ("value", "counterpart"), ("value",),
+                     says="must contain {value} (the bound)"),
+        Placeholders("issues[].constraint.hint", ("counterpart",)),
+        Placeholders("personas[].style_tells[]", ("counterpart",)),
+        *(Placeholders(f"messages.{name}[]", ("counterpart", "subject", *extra), required)
+          for name, (extra, required) in MESSAGE_PLACEHOLDERS.items()),
+    )
     agent_role: str = Field(min_length=3, max_length=100, description=(
         "Who the agent is, e.g. 'a buyer in the procurement team of Nordlicht Solar', 'a candidate for a senior "
         "data engineer role'."))
@@ -357,9 +373,6 @@ class NegotiationDomain(Domain):
         if issue.id in RESERVED_FIELDS or issue.id.startswith("model_"):
             p.append(DomainProblem(path=f"{at}.id", message=f"{issue.id!r} is reserved for the offer's own fields; "
                                    "name the term (e.g. 'unit_price')"))
-        if "{value}" not in issue.phrase:
-            p.append(missing_placeholders(f"{at}.phrase", ["value"], "must contain {value} (where the figure goes)"))
-        p += bad_placeholders(issue.phrase, ("value",), f"{at}.phrase")
         if not issue.low < issue.high:
             return [*p, DomainProblem(path=f"{at}.high", message=f"high {issue.high:g} must exceed low {issue.low:g}")]
         points = (issue.high - issue.low) / issue.step
@@ -375,18 +388,10 @@ class NegotiationDomain(Domain):
         elif not issue.low < lo or not hi < issue.high:
             p.append(self.rule("limit_inside_range").broken(
                 f"{at}.limit", f"[{lo:g}, {hi:g}] in ({issue.low:g}, {issue.high:g})"))
-        for j, line in enumerate(issue.priority_tells):
-            p += bad_placeholders(line, ("counterpart",), f"{at}.priority_tells[{j}]")
-        if issue.constraint is not None:
-            reveal = issue.constraint.reveal
-            if "{value}" not in reveal:
-                p.append(missing_placeholders(f"{at}.constraint.reveal", ["value"], "must contain {value} (the bound)"))
-            p += bad_placeholders(reveal, ("value", "counterpart"), f"{at}.constraint.reveal")
-            p += bad_placeholders(issue.constraint.hint, ("counterpart",), f"{at}.constraint.hint")
-            if any(ch.isdigit() for ch in issue.constraint.hint):
-                p.append(DomainProblem(path=f"{at}.constraint.hint", message=(
-                    "must not contain a number: the hint says which term is blocked, never where the limit is "
-                    "(the agent learns the bound only by asking)")))
+        if issue.constraint is not None and any(ch.isdigit() for ch in issue.constraint.hint):
+            p.append(DomainProblem(path=f"{at}.constraint.hint", message=(
+                "must not contain a number: the hint says which term is blocked, never where the limit is "
+                "(the agent learns the bound only by asking)")))
         return p
 
     def _persona_problems(self, i: int, persona: Persona, ids: list[str]) -> list[DomainProblem]:
@@ -408,8 +413,6 @@ class NegotiationDomain(Domain):
         if not 2 <= plo <= phi <= 12:
             p.append(DomainProblem(path=f"{at}.patience", message=f"[{plo}, {phi}] must be an increasing range "
                                    "inside [2, 12]"))
-        for j, line in enumerate(persona.style_tells):
-            p += bad_placeholders(line, ("counterpart",), f"{at}.style_tells[{j}]")
         if not p and set(persona.weights) == set(ids):
             room = self.counterpart_utility_at_strictest_limits(persona) - hi
             if room < ZOPA_MARGIN:
@@ -419,19 +422,9 @@ class NegotiationDomain(Domain):
 
     def _message_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
-        base = ("counterpart", "subject")
-        spec = {  # field: (allowed placeholders, required ones)
-            "opening": ((*base, "offer"), ("offer",)), "counter": ((*base, "offer"), ("offer",)),
-            "final": ((*base, "offer"), ("offer",)), "accept": ((*base, "offer"), ("offer",)),
-            "confirm": ((*base, "offer"), ()), "insulted": (base, ()), "walk_away": (base, ()),
-            "anchors": ((*base, "issue", "value"), ("value",)), "priorities": ((*base, "top", "least"), ("top",)),
-            "no_constraints": (base, ()), "timeline": ((*base, "rounds"), ("rounds",)),
-        }
-        for name, (allowed, required) in spec.items():
+        for name in MESSAGE_PLACEHOLDERS:
             for j, line in enumerate(getattr(self.messages, name)):
-                path = f"domain.messages.{name}[{j}]"
-                p += bad_placeholders(line, allowed, path, required=required)
-                p += _reply_problems(line, path)
+                p += _reply_problems(line, f"domain.messages.{name}[{j}]")
         p += too_few(self.messages.final, 2, "domain.messages.final", "(ECI 3 bluffs 'final' offers: real and "
                      "bluffed ones must share their wording)")
         return p

@@ -22,12 +22,11 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Rule,
-    bad_placeholders,
     dependency_cycle,
     duplicate_values,
     duplicates,
-    missing_placeholders,
     placeholders,
     unknown_ref,
 )
@@ -252,6 +251,18 @@ class QueryingDomain(Domain):
              f"The tables use at least {MIN_HIDDEN_KINDS} kinds of hidden constraint among soft_delete, unit and "
              "split, so that ECI 4-5 do not always hide the same trick."),
     )
+    PLACEHOLDERS = (
+        Placeholders("tables[].soft_delete.note", ("table", "column")),
+        Placeholders("tables[].split.note", ("side", "key", "table"), ("side",),
+                     says="must contain {side}: name the side table"),
+        Placeholders("tables[].stale.note", ("live", "table"), ("live",),
+                     says="must contain {live}: name the live table (the agent needs a way to tell which is current)"),
+        Placeholders("tables[].columns[].pattern", ("n",)),
+        Placeholders("tables[].columns[].decoy.note", ("live",), ("live",),
+                     says="must name the live column with {live}"),
+        Placeholders("questions[].text", names_from="slots[].name"),
+        Placeholders("questions[].sql", names_from="slots[].name"),
+    )
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the sales operations analyst', 'the clinic's reporting analyst'."))
     database_noun: str = Field(min_length=3, max_length=80, description=(
@@ -285,8 +296,9 @@ class QueryingDomain(Domain):
         Keys and references are read off the columns' names where the draft contradicts itself (`_tidy_keys`: a
         ref written 'orders.customer_id' names the table `orders`; `customer_id` marked a second key of `orders`
         is a reference to `customers`; a table without a key takes the column named for it, `product_id` in
-        `products`), and a question asked again in the same words is dropped: the same draft wrote 'What is the
-        total revenue by category?' four times, and six problems on copies say less than one request for more."""
+        `products`). A question asked again in the same words is left as written: the check names it, and the
+        designer asks for another question (dropped here, the list fell short of its minimum, and a rewrite of
+        the list's items out of sight of one another wrote the same question again)."""
         data = dict(data)
         tables = data.get("tables")
         if not isinstance(tables, list):
@@ -294,8 +306,8 @@ class QueryingDomain(Domain):
         table_names = {t.get("name") for t in tables if isinstance(t, dict)}
         data["tables"] = _tidy_keys([_tidy_table(t, table_names) if isinstance(t, dict) else t for t in tables])
         if isinstance(data.get("questions"), list):
-            data["questions"] = _distinct_questions([_tidy_question(q, data["tables"]) if isinstance(q, dict)
-                                                     else q for q in data["questions"]])
+            data["questions"] = [_tidy_question(q, data["tables"]) if isinstance(q, dict) else q
+                                 for q in data["questions"]]
         return data
 
     # ---- lookups ----------------------------------------------------------------------------------------
@@ -311,8 +323,13 @@ class QueryingDomain(Domain):
             p += self._table_problems(i, table)
         p += self._name_problems()
         p += self._cycle_problems()
+        asked: dict[str, int] = {}
         for i, q in enumerate(self.questions):
             p += self._question_text_problems(i, q)
+            first = asked.setdefault(" ".join(q.text.lower().split()), i)
+            if first != i:
+                p.append(DomainProblem(path=f"domain.questions[{i}]", code=Code.REPEATED_TEXT, value=q.text, message=(
+                    f"asks what questions[{first}] asks ({q.text!r}): ask another question of this database")))
         if p:
             return p  # the SQL checks below need a structurally sound schema
         from openadapt.families.querying.database import sql_problems
@@ -338,7 +355,6 @@ class QueryingDomain(Domain):
             p += self._column_problems(f"{at}.columns[{j}]", table, col, tables)
         if table.soft_delete is not None:
             sd = table.soft_delete
-            p += bad_placeholders(sd.note, ("table", "column"), f"{at}.soft_delete.note")
             if sd.style == "timestamp" and not any(c.kind == "date" for c in table.columns):
                 p.append(DomainProblem(path=f"{at}.soft_delete.style", message=(
                     "'timestamp' needs a date column in this table to draw deletion dates from; use 'flag'")))
@@ -356,14 +372,6 @@ class QueryingDomain(Domain):
             if len(table.columns) - len(set(sp.columns)) < 2:
                 p.append(DomainProblem(path=f"{at}.split.columns", message=(
                     "must leave the key and at least one other column in the main table")))
-            p += bad_placeholders(sp.note, ("side", "key", "table"), f"{at}.split.note")
-            if "{side}" not in sp.note:  # worded as `bad_placeholders` words it, so a designer's grammar holds it
-                p.append(missing_placeholders(f"{at}.split.note", ["side"], "must contain {side}: name the side table"))
-        if table.stale is not None:
-            p += bad_placeholders(table.stale.note, ("live", "table"), f"{at}.stale.note")
-            if "{live}" not in table.stale.note:
-                p.append(missing_placeholders(f"{at}.stale.note", ["live"], (
-                    "must contain {live}: name the live table (the agent needs a way to tell which is current)")))
         return p
 
     def _column_problems(self, at: str, table: Table, col: Column, tables: set[str]) -> list[DomainProblem]:
@@ -407,11 +415,8 @@ class QueryingDomain(Domain):
                 p.append(DomainProblem(path=f"{at}.start", message="a 'date' column needs ISO start and end dates"))
             elif days[0] >= days[1]:
                 p.append(DomainProblem(path=f"{at}.end", message="must be after start"))
-        if col.kind == "code":
-            if not col.pattern or "{n}" not in col.pattern:
-                p.append(DomainProblem(path=f"{at}.pattern", message="a 'code' column needs a pattern with {n}"))
-            else:
-                p += bad_placeholders(col.pattern, ("n",), f"{at}.pattern")
+        if col.kind == "code" and (not col.pattern or "{n}" not in col.pattern):
+            p.append(DomainProblem(path=f"{at}.pattern", message="a 'code' column needs a pattern with {n}"))
         if col.nullable and col.kind in ("key", "ref"):
             p.append(DomainProblem(path=f"{at}.nullable", message="key and ref columns are never NULL"))
         if col.unit is not None:
@@ -421,12 +426,8 @@ class QueryingDomain(Domain):
                 p.append(DomainProblem(path=f"{at}.unit.factor", message=(
                     f"must be a multiple of {10 ** col.decimals} for a column with {col.decimals} decimals "
                     "(stored values must stay exact integers)")))
-        if col.decoy is not None:
-            if col.kind in ("key", "ref"):
-                p.append(DomainProblem(path=f"{at}.decoy", message="key and ref columns get no decoy"))
-            p += bad_placeholders(col.decoy.note, ("live",), f"{at}.decoy.note")
-            if "{live}" not in col.decoy.note:
-                p.append(missing_placeholders(f"{at}.decoy.note", ["live"], "must name the live column with {live}"))
+        if col.decoy is not None and col.kind in ("key", "ref"):
+            p.append(DomainProblem(path=f"{at}.decoy", message="key and ref columns get no decoy"))
         return p
 
     def _name_problems(self) -> list[DomainProblem]:
@@ -484,10 +485,7 @@ class QueryingDomain(Domain):
 
     def _question_text_problems(self, i: int, q: Question) -> list[DomainProblem]:
         at, p = f"domain.questions[{i}]", []
-        names = [s.name for s in q.slots]
         p += duplicates(q.slots, "name", f"{at}.slots")
-        p += bad_placeholders(q.text, names, f"{at}.text")
-        p += bad_placeholders(q.sql, names, f"{at}.sql")
         for j, slot in enumerate(q.slots):
             for field, text in (("text", q.text), ("sql", q.sql)):
                 if "{" + slot.name + "}" not in text:
@@ -661,20 +659,6 @@ def _tidy_keys(tables: list) -> list:
                 mine[0].pop("ref", None)
         out.append({**table, "columns": columns})
     return out
-
-
-def _distinct_questions(questions: list) -> list:
-    """Questions without those asked again in the same words (the first kept)."""
-    seen: set[str] = set()
-    kept = []
-    for question in questions:
-        text = question.get("text") if isinstance(question, dict) else None
-        key = " ".join(text.lower().split()) if isinstance(text, str) else None
-        if key is None or key not in seen:
-            kept.append(question)
-        if key is not None:
-            seen.add(key)
-    return kept
 
 
 _TYPE_OF_KIND = {"key": "integer", "ref": "integer", "date": "date", "choice": "text", "code": "text"}

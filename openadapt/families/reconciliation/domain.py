@@ -30,11 +30,10 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Reference,
     Rule,
-    bad_placeholders,
     duplicates,
-    missing_placeholders,
     names_differ,
     unknown_ref,
     unknown_refs,
@@ -279,6 +278,11 @@ class ReconciliationDomain(Domain):
              f"A shift's smallest change (`change`'s low) exceeds its tolerance by at least {2 * MIN_MARGIN}, so "
              "that a planted variance is never within the tolerance."),
     )
+    PLACEHOLDERS = (
+        Placeholders("sources[].split_memo", ("part", "parts", "reference")),
+        Placeholders("sources[].memos[]", ("party", "item", "reference", "date")),
+        Placeholders("policies[].note", ("party", "tolerance"), ("party",), says="must name the party with {party}"),
+    )
     REFERENCES = {
         "parties.items": Reference("items.id"), "sources.split_items": Reference("items.id"),
         "discrepancies.resolution": Reference("resolutions.id"), "discrepancies.items": Reference("items.id"),
@@ -430,10 +434,7 @@ class ReconciliationDomain(Domain):
                 if not (s.listed("amount") or s.listed("quantity")):
                     p.append(DomainProblem(path=f"{at}.splittable", message="a split must show in a listed "
                                            "amount or quantity column"))
-            p += bad_placeholders(s.split_memo, ("part", "parts", "reference"), f"{at}.split_memo")
             p += unknown_refs(s.split_items, [i.id for i in self.items], f"{at}.split_items", "item id")
-            for j, memo in enumerate(s.memos):
-                p += bad_placeholders(memo, ("party", "item", "reference", "date"), f"{at}.memos[{j}]")
         if len(self.sources) >= 2 and not any(s.role("party") for s in self.sources):
             p.append(DomainProblem(path="domain.sources", message="at least one source must show the 'party'"))
         return p
@@ -567,9 +568,6 @@ class ReconciliationDomain(Domain):
         for i, rule in enumerate(self.policies):
             at = f"domain.policies[{i}]"
             p += unknown_ref(rule.applies_to, kinds, f"{at}.applies_to", "discrepancy type")
-            p += bad_placeholders(rule.note, ("party", "tolerance"), f"{at}.note")
-            if "{party}" not in rule.note:
-                p.append(missing_placeholders(f"{at}.note", ["party"], "must name the party with {party}"))
             d = kinds.get(rule.applies_to)
             if rule.resolution:
                 p += unknown_ref(rule.resolution, resolutions, f"{at}.resolution", "resolution")

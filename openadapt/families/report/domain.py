@@ -27,9 +27,9 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Reference,
     Rule,
-    bad_placeholders,
     duplicate_values,
     duplicates,
     fill,
@@ -251,6 +251,14 @@ class ReportDomain(Domain):
         Rule("amount_decimals", ("categories", "record_table"),
              "A category's amount bounds have at most record_table.measure.decimals decimals and stay below 10^12 "
              "minor units: the engine holds amounts as whole minor units (cents for 2 decimals)."),
+    )
+    # The printed names and labels hold no placeholder, but the look-alike's name holds the real one's.
+    PLACEHOLDERS = (
+        Placeholders("lookalike_name", ("name",), ("name",)),
+        *(Placeholders(at) for at in (
+            "subject_names[]", "report_types[].title", "metrics[].label", "kpis[].label", "header.subject_label",
+            "header.date_label", "metrics_heading", "kpis_heading", "record_table.measure.unit",
+            "metrics[].description", "kpis[].formula")),
     )
     REFERENCES = {"metrics.of": Reference("categories.name"), "metrics.against": Reference("categories.name"),
                   "kpis.of": Reference("categories.name"), "kpis.against": Reference("categories.name")}
@@ -539,7 +547,7 @@ class ReportDomain(Domain):
         return p
 
     def _text_rules(self) -> list[DomainProblem]:
-        p = bad_placeholders(self.lookalike_name, ("name",), "domain.lookalike_name", required=("name",))
+        p: list[DomainProblem] = []
         printed = [(f"domain.subject_names[{i}]", n) for i, n in enumerate(self.subject_names)]
         printed += [(f"domain.report_types[{i}].title", t.title) for i, t in enumerate(self.report_types)]
         printed += [(f"domain.metrics[{i}].label", m.label) for i, m in enumerate(self.metrics)]
@@ -550,7 +558,6 @@ class ReportDomain(Domain):
                     ("domain.kpis_heading", self.kpis_heading),
                     ("domain.record_table.measure.unit", self.record_table.measure.unit)]
         for path, text in printed:
-            p += bad_placeholders(text, ("name",) if path == "domain.lookalike_name" else (), path)
             try:
                 text.encode("latin-1")
             except UnicodeEncodeError:
@@ -561,10 +568,6 @@ class ReportDomain(Domain):
                     "no double spaces, control characters or '|' (query results separate columns with ' | ')")))
             if re.match(r"^\d+\. ", text):
                 p.append(DomainProblem(path=path, message="must not start like a numbered KPI row ('1. ')"))
-        for i, metric in enumerate(self.metrics):
-            p += bad_placeholders(metric.description, (), f"domain.metrics[{i}].description")
-        for i, kpi in enumerate(self.kpis):
-            p += bad_placeholders(kpi.formula, (), f"domain.kpis[{i}].formula")
         return p
 
 

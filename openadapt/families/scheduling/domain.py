@@ -23,12 +23,11 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Reference,
     Rule,
-    bad_placeholders,
     duplicate_values,
     duplicates,
-    missing_placeholders,
     names_differ,
     too_few,
     unknown_refs,
@@ -43,12 +42,19 @@ MIN_CLIENTS = 14
 MIN_OPTIONAL = 3  # optional kinds, so that a full day forces a choice of what to defer
 RULE_KINDS = ("site_excludes_type", "staff_excludes_type", "site_ends_by", "staff_ends_by", "shared_equipment")
 # Placeholders each hidden-rule kind must (first) and may (second) use.
+# The placeholders a hidden rule's text holds, by its kind: (allowed, required).
 RULE_PLACEHOLDERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "site_excludes_type": (("site", "task_type"), ("site", "task_type")),
     "staff_excludes_type": (("staff", "task_type"), ("staff", "task_type")),
     "site_ends_by": (("site", "time"), ("site", "time")),
     "staff_ends_by": (("staff", "time"), ("staff", "time")),
-    "shared_equipment": ((), ("task_types",)),
+    "shared_equipment": (("task_types",), ()),
+}
+# The lines of each plain list of texts: (allowed, required), every allowed one required.
+LINE_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
+    "late_start": ("staff", "time"), "early_finish": ("staff", "time"), "prefers_staff": ("client", "staff"),
+    "prefers_before": ("client", "time"), "routine_notes": ("client",), "invalid_requests": ("client",),
+    "site_blocked": ("site",), "staff_absent": ("staff",), "notices": (),
 }
 
 
@@ -195,6 +201,14 @@ class SchedulingDomain(Domain):
                   "hidden_rules.targets": Reference("sites.id", by_kind=(
                       ("site_excludes_type", "sites.id"), ("site_ends_by", "sites.id"),
                       ("staff_excludes_type", "staff.id"), ("staff_ends_by", "staff.id")))}
+    PLACEHOLDERS = (
+        Placeholders("sites[].note"), Placeholders("staff[].note"),
+        Placeholders("emergencies[].text", ("client", "time"), ("client", "time")),
+        *(Placeholders("hidden_rules[].text", allowed, required, kind=kind,
+                       says=f"a {kind} rule must name " + " and ".join("{" + n + "}" for n in required))
+          for kind, (allowed, required) in RULE_PLACEHOLDERS.items()),
+        *(Placeholders(f"{field}[]", names, names) for field, names in LINE_PLACEHOLDERS.items()),
+    )
     agent_role: str = Field(min_length=3, max_length=80, description=(
         "Who the agent is, e.g. 'the theatre scheduling coordinator', 'the dock scheduler on the night shift'."))
     plan_noun: str = Field(min_length=3, max_length=80, description=(
@@ -325,11 +339,9 @@ class SchedulingDomain(Domain):
         p += self._id_clashes()
         for i, site in enumerate(self.sites):
             p += unknown_refs(site.capabilities, caps, f"domain.sites[{i}].capabilities", "capability")
-            p += bad_placeholders(site.note, (), f"domain.sites[{i}].note")
         for i, person in enumerate(self.staff):
             at = f"domain.staff[{i}]"
             p += unknown_refs(person.skills, skills, f"{at}.skills", "skill")
-            p += bad_placeholders(person.note, (), f"{at}.note")
             start = self.slot_of(person.available_from, 0)
             end = self.slot_of(person.available_until, self.day_slots)
             if start is None or end is None or not 0 <= start < end <= self.day_slots:
@@ -426,7 +438,6 @@ class SchedulingDomain(Domain):
         for i, emergency in enumerate(self.emergencies):
             at = f"domain.emergencies[{i}]"
             p += unknown_refs([emergency.task_type], types, f"{at}.task_type", "task kind")
-            p += bad_placeholders(emergency.text, ("client", "time"), f"{at}.text", required=("client", "time"))
             if emergency.start_within_minutes >= self.regular_slots * self.clock.slot_minutes:
                 p.append(DomainProblem(path=f"{at}.start_within_minutes", message="must fall within normal hours"))
         return p
@@ -436,11 +447,6 @@ class SchedulingDomain(Domain):
         site_ids, staff_ids = [s.id for s in self.sites], [s.id for s in self.staff]
         for i, rule in enumerate(self.hidden_rules):
             at = f"domain.hidden_rules[{i}]"
-            required, allowed = RULE_PLACEHOLDERS[rule.kind]
-            p += bad_placeholders(rule.text, allowed, f"{at}.text")
-            for name in required:
-                if "{" + name + "}" not in rule.text:
-                    p.append(missing_placeholders(f"{at}.text", [name], f"a {rule.kind} rule must name {{{name}}}"))
             p += unknown_refs(rule.task_types, types, f"{at}.task_types", "task kind")
             if rule.kind == "shared_equipment" and not rule.task_types:
                 p.append(DomainProblem(path=f"{at}.task_types", message=(
@@ -459,25 +465,7 @@ class SchedulingDomain(Domain):
         return p
 
     def _text_field_problems(self) -> list[DomainProblem]:
-        p = []
-        fields = {
-            "late_start": (("staff", "time"), ("staff", "time")),
-            "early_finish": (("staff", "time"), ("staff", "time")),
-            "prefers_staff": (("client", "staff"), ("client", "staff")),
-            "prefers_before": (("client", "time"), ("client", "time")),
-            "routine_notes": (("client",), ("client",)),
-            "invalid_requests": (("client",), ("client",)),
-            "site_blocked": (("site",), ("site",)),
-            "staff_absent": (("staff",), ("staff",)),
-            "notices": ((), ()),
-        }
-        for field, (required, allowed) in fields.items():
-            values = getattr(self, field)
-            for j, text in enumerate(values):
-                path = f"domain.{field}[{j}]"
-                p += bad_placeholders(text, allowed, path, required=required)
-            p += duplicate_values(values, f"domain.{field}")
-        return p
+        return [p for field in LINE_PLACEHOLDERS for p in duplicate_values(getattr(self, field), f"domain.{field}")]
 
     def _variety_problems(self) -> list[DomainProblem]:
         """Minimum sizes, each for a mechanic that needs it (schema bounds only cap sizes)."""

@@ -20,8 +20,8 @@ from openadapt.families.domain import (
     Domain,
     DomainPart,
     DomainProblem,
+    Placeholders,
     Rule,
-    bad_placeholders,
     duplicate_values,
     duplicates,
     name_field,
@@ -189,6 +189,18 @@ class WorkflowDomain(Domain):
         Rule("scenario_categories", ("scenarios",),
              f"Each scenario's skills together handle at least {MIN_CATEGORIES} different categories: after ECI 4 "
              "draws two escalated and one deferred category, hands-on tasks still need categories of their own."),
+    )
+    PLACEHOLDERS = (
+        Placeholders("scenarios[].threshold_text", ("amount",), ("amount",)),
+        Placeholders("title_template", ("category", "who"), ("category",)),
+        Placeholders("query_subjects[]", ("tid", "title"), ("tid",)),
+        Placeholders("executive_subject", ("tid",), ("tid",)),
+        Placeholders("policies.approval", ("threshold",), ("threshold",)),
+        *(Placeholders(f"policies.{field}", ("categories",), ("categories",)) for field in ("escalation", "deferral")),
+        Placeholders("lookalike_patterns[]", ("stem", "tld"), ("stem",)),
+        Placeholders("noise[].subject"), Placeholders("urgent_noise[].subject"),
+        Placeholders("phishing_obvious[]", ("tid", "title", "field"), ("tid",)),
+        Placeholders("phishing_subtle[]", ("tid", "title"), ("tid",)),
     )
     # Forms of any organisation's desk, in no world of their own: a follow-up 'Any update on {title}? ({tid})',
     # phishing that asks for a login, a look-alike '{stem}-billing.{tld}'.
@@ -389,7 +401,6 @@ class WorkflowDomain(Domain):
         if list(s.thresholds) != sorted(set(s.thresholds)) or min(s.thresholds) < 1:
             p.append(DomainProblem(path=f"{at}.thresholds", message=(
                 "must be positive, different and increasing (the middle one is the textbook value)")))
-        p += bad_placeholders(s.threshold_text, ("amount",), f"{at}.threshold_text", required=("amount",))
         p += _name_problems(s.requesters, f"{at}.requesters", EMAIL_DOMAIN)
         for j, requester in enumerate(s.requesters):
             where = f"{at}.requesters[{j}]"
@@ -408,22 +419,13 @@ class WorkflowDomain(Domain):
 
     def _text_template_problems(self) -> list[DomainProblem]:
         p: list[DomainProblem] = []
-        p += bad_placeholders(self.title_template, ("category", "who"), "domain.title_template", required=("category",))
-        for j, text in enumerate(self.query_subjects):
-            p += bad_placeholders(text, ("tid", "title"), f"domain.query_subjects[{j}]", required=("tid",))
-        p += bad_placeholders(self.executive_subject, ("tid",), "domain.executive_subject", required=("tid",))
-        for field, name in (("approval", "threshold"), ("escalation", "categories"), ("deferral", "categories")):
-            p += bad_placeholders(getattr(self.policies, field), (name,), f"domain.policies.{field}", required=(name,))
         for j, pattern in enumerate(self.lookalike_patterns):
             where = f"domain.lookalike_patterns[{j}]"
-            p += bad_placeholders(pattern, ("stem", "tld"), where, required=("stem",))
             if not placeholders_only_ok(pattern):
                 p.append(DomainProblem(path=where, message=(
                     "besides {stem} and {tld}, use only lowercase letters, digits, '-' and '.'")))
         for field in ("noise", "urgent_noise"):
             p += duplicates(getattr(self, field), "subject", f"domain.{field}")
-            for j, item in enumerate(getattr(self, field)):
-                p += bad_placeholders(item.subject, (), f"domain.{field}[{j}].subject")
         return p
 
     def _phishing_problems(self) -> list[DomainProblem]:
@@ -431,13 +433,11 @@ class WorkflowDomain(Domain):
         words = [w.lower() for w in self.phishing_words]
         for j, text in enumerate(self.phishing_obvious):
             where = f"domain.phishing_obvious[{j}]"
-            p += bad_placeholders(text, ("tid", "title", "field"), where, required=("tid",))
             if not any(w in text.lower() for w in words):
                 p.append(DomainProblem(path=where, message=(
                     f"uses none of the phishing_words ({', '.join(words)}): an obvious lure asks for them")))
         for j, text in enumerate(self.phishing_subtle):
             where = f"domain.phishing_subtle[{j}]"
-            p += bad_placeholders(text, ("tid", "title"), where, required=("tid",))
             if any(w in text.lower() for w in words):
                 p.append(DomainProblem(path=where, message=(
                     "uses a phishing word: a subtle lure reads like an ordinary follow-up")))
