@@ -280,11 +280,12 @@ def test_a_name_copied_from_the_worked_example_is_renamed_everywhere(llm, world)
     assert ENTITY_NAME.match("domain.components[0].name") and not ENTITY_NAME.match("domain.faults[0].metrics[0].name")
 
 
-@pytest.mark.parametrize("first", ["wt-02", "north-wt-01"])
+@pytest.mark.parametrize("first", ["wt-02", "north-wt-01", "scada-server"])
 def test_a_copied_name_renamed_to_the_same_name_numbered_is_asked_once_more_hotter(llm, world, first):
     # the packaging supplier, 2026-12-05: asked to rename the freight example's persona 'rate_hawk', the 1.5B
     # answered 'rate_hawk2', refused as the same name numbered, and the copy stayed to the end; the daily sales
-    # report's 'inventory_flow' came back 'weekly_inventory_flow', the old name with a word added
+    # report's 'inventory_flow' came back 'weekly_inventory_flow', the old name with a word added; the invoice
+    # matching's 'deposit_in_transit' came back 'outstanding_cheque', another name of the worked example
     names = [c["name"] for c in world["components"][:6]]
     copied = [n if n != "payments-postgres" else "wt-01" for n in names]
     world["components"] = [{**c, "name": "wt-01"} if c["name"] == "payments-postgres" else
@@ -294,7 +295,7 @@ def test_a_copied_name_renamed_to_the_same_name_numbered_is_asked_once_more_hott
     class Numbers(ScriptedModel):
         def answer(self, text, title):
             if "The name 'wt-01' of `components`" in text:
-                return {"name": "edge-router" if "is taken, or the old name numbered" in text else first}
+                return {"name": "edge-router" if f"{first!r} is " in text else first}
             return super().answer(text, title)
 
     model = Numbers(world, break_once={"domain.components.keys": copied})
@@ -1616,6 +1617,19 @@ def test_a_header_text_with_two_problems_is_asked_for_with_both_and_again_until_
     assert not any(a.startswith("Your `domain` has problems") for a in model.asked)  # the header was kept
 
 
+def test_a_text_that_repeats_its_description_is_shown_the_descriptions_example_not_its_words(llm, world):
+    # the operating rooms' 1.5B, 2026-12-07: told its late_start line repeats the description ('a staff member starts
+    # late with') and shown that description as what the line must be, it wrote the same words through four rewrites
+    world["alert"] = "[P2] the page that opens an episode must contain {component}: {rate}% of pods restarting"
+    model = OneTextReply(world, "`alert` has a problem", "[P1] {component}: {rate}% of pods restarting")
+    llm.responder = model
+    candidate = FamilyDomainDesigner(LLMClient(config(llm)), "pods", TASK, kind="openai-compatible").design()
+    assert candidate.usable, candidate.problems
+    (ask,) = [a for a in model.asked if "`alert` has a problem" in a]
+    guide = ask.split("What it must be: ")[1]
+    assert "opens an episode" not in guide and "'[P2] {component}: temperature {rate}% above setpoint'" in guide
+
+
 def test_a_text_of_a_record_of_the_domain_with_a_problem_is_asked_for_alone_and_the_record_kept(llm, world):
     # as `texts.demand_signals[2]` of an inventory world: a field of a top-level record, not the whole record again
     status = {**world["dependency_status"], "degraded": "TODO"}
@@ -2549,3 +2563,19 @@ def _roughened(data: dict) -> dict:
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             data[key] = [f"  {value[0]}  ", *value]
     return data
+
+
+def test_a_piece_that_repeated_its_description_is_asked_again_with_the_descriptions_example_alone():
+    from openadapt.designer.pieces import instruction_for
+
+    family = get_family("scheduling")
+    pieces = plan_pieces(family.domain, family.load_example("warehouse_dock"))
+    piece = next(p for p in pieces if p.path == "domain.late_start")
+    echo = DomainProblem(path="domain.late_start[0]", code=Code.SCHEMA_ECHO, value="a staff member starts late with",
+                         message="this text repeats the schema's description of a field")
+    asked = instruction_for(piece, pieces, family, [echo])
+    assert "Why a staff member starts late" not in asked
+    assert "a text like '{staff} runs the outpatient clinic until {time}.'" in asked
+    other = DomainProblem(path="domain.late_start[0]", code=Code.SCHEMA_ECHO, value="words of another field",
+                          message="this text repeats the schema's description of a field")
+    assert "Why a staff member starts late" in instruction_for(piece, pieces, family, [other])

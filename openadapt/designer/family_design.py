@@ -70,9 +70,11 @@ MAX_REPAIR_ROUNDS = 2  # piece repairs before the package goes to the validator
 
 Progress = Callable[[str, int, str], None]
 
-SYSTEM = ("You design training environments for AI agents. You write the data of one world: its entities, "
-          "rules, failure modes and texts, specific to the task you are given, realistic and varied. You answer "
-          "with one JSON object exactly as asked, nothing else.")
+# No "AI agents" or "training environments" here: a small model wrote them back into a world's title and texts
+# ('Reconciliation environment for AI agent'), and rewrites asked again kept them.
+SYSTEM = ("You write the data of one world, as the people who work in it know it: its entities, rules, failure "
+          "modes and texts, specific to the task you are given, realistic and varied. You answer with one JSON "
+          "object exactly as asked, nothing else.")
 
 
 class TaskMechanic(BaseModel):

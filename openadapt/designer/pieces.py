@@ -24,6 +24,7 @@ from openadapt.families.domain import (
     is_debris,
     is_prose,
     iter_texts,
+    phrase_words,
     unglued,
     without_foreign_tail,
     without_tasked,
@@ -279,8 +280,20 @@ def instruction_for(piece: Piece, pieces: list[Piece], family: Family,
             p.code in FROM_EXAMPLE for p in problems):
         head += f"\nAs you wrote it: {piece.value.model_dump_json()}"
     description = piece_description(family.domain, piece, pieces)
+    if any(p.code == Code.SCHEMA_ECHO and p.value and p.value in " ".join(phrase_words(description))
+           for p in problems or ()):
+        description = examples_only(description) or description  # its words came back as the content
     guide = f"\nFields:\n{piece.guide}" if piece.guide and (piece.aside or not problems) else ""
     return f"{head}\n{description or ''}{guide}{stated_rules(family.domain, piece)}".strip()
+
+
+def examples_only(description: str) -> str:
+    """A field description's quoted examples alone, as the form a text takes (empty where it quotes none): told it
+    repeats the description's words and shown them again, a small model writes them back ("A staff member starts
+    late, with {staff} ..." for "Why a staff member starts late, with {staff} and {time}, e.g. ...")."""
+    start = description.find("e.g.")
+    quoted = re.findall(r"(?<![A-Za-z])'(.+?)'(?![A-Za-z])", description[start:]) if start >= 0 else []
+    return f"a text like {', '.join(repr(q) for q in quoted)}, in this world's own words" if quoted else ""
 
 
 def stated_rules(domain_cls: type[Domain], piece: Piece) -> str:

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 from pydantic import Field, ValidationError, create_model
 
-from openadapt.designer.copying import NAME_FIELDS, is_copy, unquoted
+from openadapt.designer.copying import NAME_FIELDS, copied_from_example, is_copy, unquoted
 from openadapt.designer.draft import Draft, Node
 from openadapt.designer.pieces import (
     Piece,
+    examples_only,
     field_guide,
     list_item_model,
     max_tokens_for,
@@ -305,10 +306,13 @@ def rename_key(draft: Draft, problem: DomainProblem, done: set[str]) -> bool:
         except (ReplyError, ValidationError):
             return False
         # the old name numbered is refused twice; with words added once, then kept (the check passes it)
-        copied = extends(new, old) if not tries else key_base(new) == key_base(old)
-        if new.lower() not in {k.lower() for k in keys} and not (copy and copied):
+        numbered = extends(new, old) if not tries else key_base(new) == key_base(old)
+        why = ("is taken" if new.lower() in {k.lower() for k in keys} else
+               "is the old name numbered or with words added" if copy and numbered else
+               "is a name of the worked example's world" if _example_name(draft, list_name, new) else None)
+        if why is None:
             break
-        said = f"{new!r} is taken, or the old name numbered or with words added. "
+        said = f"{new!r} {why}. "
     else:
         return False
     keys_piece.value = keys_piece.model(items=[new if (i == index if shared else k == old) else k
@@ -321,6 +325,13 @@ def rename_key(draft: Draft, problem: DomainProblem, done: set[str]) -> bool:
                 piece.value = None
     draft.say("renamed", f"{list_name} {old!r} -> {new!r}")
     return True
+
+
+def _example_name(draft: Draft, list_name: str, name: str) -> bool:
+    """Whether `name`, as a key of `list_name`, is one the copy check finds the worked example's: renamed to another
+    of its names (a discrepancy 'deposit_in_transit' to 'outstanding_cheque'), the copy is still there."""
+    probe = {list_name: [{draft.domain.KEYS[list_name]: name}]}
+    return any(p.code == Code.COPIED for p in copied_from_example(probe, draft.example, draft.others, draft.task))
 
 
 def schema_default(draft: Draft, problem: DomainProblem, done: set[str]) -> bool:
@@ -516,7 +527,8 @@ def distinct_keys(draft: Draft, piece: Piece) -> bool:
                 f"one. Each `{key_name}`: {guide or ''}")
 
     def fresh(new: str, kept: list[str]) -> str | None:
-        return "is taken" if new.lower() in {k.lower() for k in kept} or key_base(new) in bases else None
+        return ("is taken" if new.lower() in {k.lower() for k in kept} or key_base(new) in bases else
+                "is a name of the worked example's world" if _example_name(draft, piece.field, new) else None)
 
     kept = _more(draft, kept, len(keys), ask, one, None, fresh, hot_from_start=True)
     if len(kept) < len(keys):
@@ -773,7 +785,13 @@ def _guide(draft: Draft, node: Node, wrong: list[DomainProblem]) -> str:
         guide = piece_description(draft.domain, node.piece, draft.pieces)
     else:
         guide = node.info.description or "" if node.info is not None else ""
-    return without_examples(guide) if any(p.code in FROM_DESCRIPTION for p in wrong) else guide
+    if any(p.code in FROM_DESCRIPTION for p in wrong):
+        return without_examples(guide)
+    # told it repeats the description's words and shown them again as what it must be, a small model writes them
+    # back ("A staff member starts late, with {staff} ..." for "Why a staff member starts late, with ..."): the
+    # description's example alone shows the form
+    return (examples_only(guide) or guide) if any(p.code == Code.SCHEMA_ECHO for p in wrong) else guide
+
 
 
 def _kind(node: Node | None) -> str | None:
