@@ -72,7 +72,7 @@ def domain_rules(domain: type[Domain]) -> list[str]:
         lines.append(f"The `{name}` are different things: at most half of their names may be one name numbered.")
     for path in sorted(domain.NO_DIGITS):
         lines.append(f"`{path}` holds no figures.")
-    return lines + [rule.says for rule in domain.RULES]
+    return lines + [f"{rule.says} {rule.why}".strip() for rule in domain.RULES]
 
 
 def whole_request(task: str, family: Family, example: Domain, state_rules: bool = True) -> str:

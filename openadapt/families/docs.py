@@ -101,7 +101,7 @@ def render_family(family: Any) -> str:
     """docs/families/<name>.md: the family's README, then its domain schema."""
     readme = (family.root / "README.md").read_text(encoding="utf-8").strip()
     title, _, body = readme.partition("\n")
-    rules = "".join(f"| `{r.code}` | {', '.join(f'`{f}`' for f in r.reads)} | {r.says} |\n"
+    rules = "".join(f"| `{r.code}` | {', '.join(f'`{f}`' for f in r.reads)} | {f'{r.says} {r.why}'.strip()} |\n"
                     for r in family.domain.RULES)
     stated = (f"\n\n## Rules across fields\n\nStated to the designer before it writes any field a rule reads, and "
               f"checked (`Domain.RULES`).\n\n| code | reads | rule |\n|---|---|---|\n{rules}" if rules else "")

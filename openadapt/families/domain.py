@@ -105,6 +105,10 @@ class Rule:
     code: str
     reads: tuple[str, ...]  # the domain's own fields it reads
     says: str  # one sentence a designer can act on
+    # Why the mechanics need it (the tier that draws on it), for people and for a capable model's whole request;
+    # kept out of a small model's piece requests and of the problem's message: stated there, a 1.5B wrote 'ECI 4'
+    # into a counterpart's reply.
+    why: str = ""
 
     def broken(self, path: str, found: str, minimum: int | None = None) -> DomainProblem:
         """The problem when this rule does not hold; `found` says what the domain has instead. With `minimum`, the

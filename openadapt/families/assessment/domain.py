@@ -173,14 +173,15 @@ class AssessmentDomain(Domain):
     RULES = (
         DomainRule("lookalikes", ("criteria",),
                    f"The criteria together need at least {MIN_LOOKALIKES} lookalikes (passages that look like a "
-                   "defect but are acceptable): ECI 3 and 4 plant one per document and ECI 5 two, drawn by seed from "
-                   "all of them."),
+                   "defect but are acceptable).",
+                   "ECI 3 and 4 plant one per document and ECI 5 two, drawn by seed from all of them."),
         DomainRule("levels_per_criterion", ("criteria",),
-                   f"Each criterion's features reach at least {MIN_LEVELS_PER_CRITERION} distinct levels, so that "
-                   "the hidden true level varies by seed and a strength can sit above it (ECI 3)."),
+                   f"Each criterion's features reach at least {MIN_LEVELS_PER_CRITERION} distinct levels.",
+                   "The hidden true level varies by seed and a strength can sit above it (ECI 3)."),
         DomainRule("sections_to_read", ("rules", "criteria", "sections"),
-                   f"With any one rule in force, a grader reads at most {MAX_NEEDED_SECTIONS} sections (the ECI 5 "
-                   "step budget): assess criteria in few sections, and put rule triggers in graded sections."),
+                   f"With any one rule in force, a grader reads at most {MAX_NEEDED_SECTIONS} sections: assess "
+                   "criteria in few sections, and put rule triggers in graded sections.",
+                   "ECI 5's step budget."),
     )
     REFERENCES = {"criteria.section": Reference("sections.id"), "rules.criterion": Reference("criteria.id"),
                   "rules.section": Reference("sections.id")}

@@ -138,7 +138,8 @@ class DiagnosisDomain(Domain):
              "tool shows the fault only by that change."),
         Rule("upstream_kinds", ("faults", "components"),
              "A fault that names kinds (`applies_to`) names at least one kind of a component that another component "
-             "depends on: from ECI 3 the alert fires on a component downstream of the faulty one."),
+             "depends on.",
+             "From ECI 3 the alert fires on a component downstream of the faulty one."),
     )
     REFERENCES = {"components.depends_on": Reference("components.name", later_only=True, min_chain=3),
                   "faults.applies_to": Reference("components.kind")}

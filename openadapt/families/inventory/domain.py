@@ -167,16 +167,17 @@ class ToolNames(DomainPart):
 class InventoryDomain(Domain):
     RULES = (
         Rule("critical_mix", ("items",),
-             f"At least one item is critical and at least {ITEMS_PER_EPISODE - 1} are not: an episode plans one "
-             f"critical item, whose stock-out fails it, and {ITEMS_PER_EPISODE - 1} others."),
+             f"At least one item is critical and at least {ITEMS_PER_EPISODE - 1} are not.",
+             f"An episode plans one critical item, whose stock-out fails it, and {ITEMS_PER_EPISODE - 1} others."),
         Rule("sellers_per_item", ("items", "suppliers"),
-             f"Every item is offered by 1 to {MAX_SELLERS} suppliers: an episode orders each item it plans, and on "
-             "ECI 4-5 a careful planner reads every seller's notices within the step budget."),
+             f"Every item is offered by 1 to {MAX_SELLERS} suppliers.",
+             "An episode orders each item it plans, and on ECI 4-5 a careful planner reads every seller's notices "
+             "within the step budget."),
         Rule("two_sellers", ("items", "suppliers"),
              "At least two items are offered by two or more suppliers: choosing between a cheap slow supplier and a "
              "fast dear one (and switching when a lead time drifts) is part of the task."),
         Rule("active_suppliers", ("items", "suppliers"),
-             "At least three suppliers offer an item: ECI 5 drifts the lead times of two suppliers in play."),
+             "At least three suppliers offer an item.", "ECI 5 drifts the lead times of two suppliers in play."),
         Rule("min_order_size", ("items", "suppliers"),
              f"An offer's min_order is at most {MOQ_PERIODS} periods of its item's highest average demand (`demand`'s "
              "high): a larger one would outlast the planning horizon."),
@@ -185,8 +186,8 @@ class InventoryDomain(Domain):
              "smaller break's, its unit_price below the list price and any smaller break's."),
         Rule("shelf_life", ("items", "suppliers"),
              f"An item with a shelf_life keeps at least each seller's lead_time + max_delay + "
-             f"{MAX_DRIFT + SHELF_MARGIN} periods: from ECI 3 a lead time drifts by up to {MAX_DRIFT}, and stock "
-             f"must stay usable {SHELF_MARGIN} more."),
+             f"{MAX_DRIFT + SHELF_MARGIN} periods.",
+             f"From ECI 3 a lead time drifts by up to {MAX_DRIFT}, and stock must stay usable {SHELF_MARGIN} more."),
     )
     PLACEHOLDERS = (
         Placeholders("suppliers[].notices[]", NOTICE_ALLOWED),

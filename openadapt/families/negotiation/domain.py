@@ -258,8 +258,8 @@ class NegotiationDomain(Domain):
              "Each issue's limit lies strictly inside (low, high): the counterpart's list terms sit at one end and "
              "the agent's best terms at the other, both beyond the agent's walk-away limit."),
         Rule("constrained_issues", ("issues",),
-             "At least two issues have a `constraint`: ECI 4-5 hide a hard limit on a term the seed draws, and a "
-             "single one would be a constant to memorise."),
+             "At least two issues have a `constraint`.",
+             "ECI 4-5 hide a hard limit on a term the seed draws, and a single one would be a constant to memorise."),
         Rule("top_priorities", ("personas",),
              "With three or more personas, at least two weigh different issues highest, so that the counterpart's "
              "priorities vary with the seed and are worth asking about."),

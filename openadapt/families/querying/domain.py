@@ -236,20 +236,20 @@ class QueryingDomain(Domain):
     REQUIRED_IN_FIRST = {"tables.stale": 3, "tables.soft_delete": 3}
     RULES = (
         Rule("question_renames", ("tables", "questions"),
-             "Every question reads a table or column that has `renames`: schema drift from ECI 2 on renames what "
-             "questions read."),
+             "Every question reads a table or column that has `renames`.",
+             "Schema drift from ECI 2 on renames what questions read."),
         Rule("question_distractors", ("tables", "questions"),
-             "Every question reads a table with a `stale` copy or a column with a `decoy`: ECI 3 plants distractors "
-             "on what the question uses."),
+             "Every question reads a table with a `stale` copy or a column with a `decoy`.",
+             "ECI 3 plants distractors on what the question uses."),
         Rule("question_hidden", ("tables", "questions"),
              "Every question reads a table with `soft_delete`, a numeric column with a `unit` change, or a table "
-             "whose `split` moves a column it uses: ECI 4 hides one of them."),
+             "whose `split` moves a column it uses.", "ECI 4 hides one of them."),
         Rule("distractors", ("tables",),
              f"The tables hold at least {MIN_DISTRACTORS} distractor candidates in all (stale copies plus decoy "
-             f"columns): ECI 3 plants {MIN_DISTRACTORS}."),
+             "columns).", f"ECI 3 plants {MIN_DISTRACTORS}."),
         Rule("hidden_kinds", ("tables",),
              f"The tables use at least {MIN_HIDDEN_KINDS} kinds of hidden constraint among soft_delete, unit and "
-             "split, so that ECI 4-5 do not always hide the same trick."),
+             "split.", "ECI 4-5 do not always hide the same trick."),
     )
     PLACEHOLDERS = (
         Placeholders("tables[].soft_delete.note", ("table", "column")),

@@ -252,25 +252,25 @@ class ReconciliationDomain(Domain):
     RULES = (
         Rule("trade_pairs", ("parties", "items", "batch_size"),
              "The parties together must trade at least batch_size + 4 distinct (party, item) pairs (a party's "
-             "`items`, or every item when it lists none), so that the transactions of a batch differ and harder "
-             "tiers can add four."),
+             "`items`, or every item when it lists none).",
+             "The transactions of a batch differ, and harder tiers add four."),
         Rule("usual_resolutions", ("discrepancies", "resolutions"),
              "The discrepancy types must have at least three different usual resolutions, so that one resolution "
              "for everything is wrong."),
         Rule("aliased_parties", ("parties",),
-             "At least two parties need aliases: noisy tiers (ECI 2+) show a party under another spelling."),
+             "At least two parties need aliases.", "Noisy tiers (ECI 2+) show a party under another spelling."),
         Rule("lookalikes", ("discrepancies", "sources"),
-             "Adversarial tiers (ECI 3+) plant records that look wrong but match, of at least two kinds: a shift "
-             "with a tolerance of at least 1% (near misses), a splittable source (split records), a duplicate type "
-             "(look-alike repeats)."),
+             "Records that look wrong but match are possible of at least two kinds: a shift with a tolerance of at "
+             "least 1% (near misses), a splittable source (split records), a duplicate type (look-alike repeats).",
+             "Adversarial tiers (ECI 3+) plant them."),
         Rule("policy_types", ("policies", "discrepancies"),
              "The party rules must change at least two different discrepancy types, so that no single type is the "
              "one to watch."),
         Rule("external_party", ("sources",),
-             "At least one source with a 'party' column needs external: true: noisy tiers (ECI 2+) show parties "
-             "under aliases on records others write."),
+             "At least one source with a 'party' column needs external: true.",
+             "Noisy tiers (ECI 2+) show parties under aliases on records others write."),
         Rule("scanned_source", ("sources",),
-             "At least one source needs ocr: true: noisy tiers (ECI 2+) misread the figures of scanned records."),
+             "At least one source needs ocr: true.", "Noisy tiers (ECI 2+) misread the figures of scanned records."),
         Rule("widened_tolerance", ("policies", "discrepancies"),
              "A tolerance rule (a party rule with a tolerance) applies to a shift discrepancy whose own tolerance is "
              "above 0, and exceeds that tolerance by at least 0.02."),

@@ -243,11 +243,12 @@ class ReportDomain(Domain):
     KEYS = {"categories": "name", "report_types": "code", "metrics": "field", "kpis": "code"}
     RULES = (
         Rule("spare_kpis", ("kpis", "kpi_rows"),
-             "The KPI catalogue holds at least kpi_rows + 2 KPIs: each report type shows kpi_rows of them, and ECI 3+ "
-             "lists spare definitions as retired rows ahead of the live ones."),
+             "The KPI catalogue holds at least kpi_rows + 2 KPIs.",
+             "Each report type shows kpi_rows of them, and ECI 3+ lists spare definitions as retired rows ahead of "
+             "the live ones."),
         Rule("amount_metric", ("metrics",),
-             "At least one metric is an amount (op 'sum', 'difference' or 'average'), so that ECI 4's hidden house "
-             "style for amounts changes something in the summary task."),
+             "At least one metric is an amount (op 'sum', 'difference' or 'average').",
+             "ECI 4's hidden house style for amounts then changes something in the summary task."),
         Rule("amount_decimals", ("categories", "record_table"),
              "A category's amount bounds have at most record_table.measure.decimals decimals and stay below 10^12 "
              "minor units: the engine holds amounts as whole minor units (cents for 2 decimals)."),

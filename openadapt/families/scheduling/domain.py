@@ -187,7 +187,7 @@ class SchedulingDomain(Domain):
     PIECES_ASIDE = True  # in the conversation the 1.5B copied the worked example's docks (Domain.PIECES_ASIDE)
     RULES = (
         Rule("rule_kinds", ("hidden_rules",),
-             "The hidden rules are of at least two kinds: the hardest tier draws two at once."),
+             "The hidden rules are of at least two kinds.", "The hardest tier draws two at once."),
         Rule("priority_levels", ("task_types",),
              "The kinds of task have at least two priority levels, so that choosing what to defer matters."),
         Rule("two_per_day", ("task_types", "clock"),

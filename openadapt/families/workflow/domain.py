@@ -184,11 +184,12 @@ class WorkflowDomain(Domain):
     KEYS = {"scenarios": "name"}
     RULES = (
         Rule("team_per_skill", ("staff_names", "scenarios"),
-             f"staff_names holds at least {TEAM_PER_SKILL} names per skill of the scenario with the most skills: the "
-             f"chaos tiers staff {TEAM_PER_SKILL} colleagues per skill."),
+             f"staff_names holds at least {TEAM_PER_SKILL} names per skill of the scenario with the most skills.",
+             f"The chaos tiers staff {TEAM_PER_SKILL} colleagues per skill."),
         Rule("scenario_categories", ("scenarios",),
-             f"Each scenario's skills together handle at least {MIN_CATEGORIES} different categories: after ECI 4 "
-             "draws two escalated and one deferred category, hands-on tasks still need categories of their own."),
+             f"Each scenario's skills together handle at least {MIN_CATEGORIES} different categories.",
+             "After ECI 4 draws two escalated and one deferred category, hands-on tasks still need categories of "
+             "their own."),
     )
     PLACEHOLDERS = (
         Placeholders("scenarios[].threshold_text", ("amount",), ("amount",)),
