@@ -437,7 +437,7 @@ def test_too_small_for_the_tiers_names_the_field(lab_data):
     data["criteria"][1]["features"][1]["level"] = 1
     data["criteria"][1]["features"][2]["level"] = 4
     found = _problems(data)
-    assert "lookalikes" in found["domain.criteria"] and "ECI 3" in found["domain.criteria"]
+    assert found["domain.criteria"].startswith(FAMILY.domain.rule("lookalikes").says)
     assert "distinct level" in found["domain.criteria[1].features"]
 
     data = copy.deepcopy(lab_data)
@@ -453,7 +453,8 @@ def test_too_many_sections_for_the_eci_5_budget(lab_data):
     data = copy.deepcopy(lab_data)
     data["criteria"][3]["section"] = "abstract"  # six sections to read while the references rule is in force
     found = _problems(data)
-    assert "ECI 5" in found["domain.criteria"]
+    assert found["domain.criteria"].startswith(FAMILY.domain.rule("sections_to_read").says)
+    assert "ECI 5" in FAMILY.domain.rule("sections_to_read").why  # the reason, for people
 
 
 def test_bad_placeholders_and_levels_name_the_field(lab_data):
