@@ -40,7 +40,8 @@ def test_the_grammar_reads_the_families_declarations():
     assert rules["domain.noise_lines[]"] == (("build", "component", "date", "m", "n", "pct"), ("component",))
     assert rules["domain.faults[].constraint.note"] == (("component",), ())
     assert rule_for(diagnosis, "domain.faults[3].evidence[1]") == rules["domain.faults[].evidence[]"]
-    assert rule_for(diagnosis, "domain.symptom_lines[0]") is None  # written with names in the placeholders' place
+    # written with names in the placeholders' place: the names it may hold, none required
+    assert rule_for(diagnosis, "domain.symptom_lines[0]") == (rules["domain.symptom_lines[]"][0], ())
     scheduling = family_rules(get_family("scheduling"))
     assert scheduling["domain.late_start[]"] == (("staff", "time"), ("staff", "time"))
     # names from the domain's own data (an assessment's slots) are not known before they are written: no grammar
@@ -123,6 +124,24 @@ def test_a_piece_schema_holds_its_texts_to_their_rules():
     assert not pattern.fullmatch("{staff}" + "x" * (limit // 2) + "{time}" + "y" * (limit // 2))  # the whole bound
     assert not pattern.fullmatch(encoded('{staff} says "late" at {time}'))  # no quote (looped escaped)
     assert "pattern" not in json.dumps(asked_schema("scheduling", "domain")["properties"]["title"])
+
+
+def test_no_text_under_a_pattern_can_hold_a_slot_left_to_fill():
+    """A slot in angle brackets ('<pod-name>') is a name left unfilled: the check reports one, and no pattern lets
+    one be written, in lines written with names as in any other; a comparison ('< 200 ms') stays writable."""
+    family = get_family("diagnosis")
+    lines = asked_schema("diagnosis", "domain.symptom_lines")["properties"]["items"]["items"]
+    note = asked_schema("diagnosis", "domain.faults[0]")["$defs"]["Constraint"]["properties"]["note"]
+    for schema, text in [(lines, "ERROR {component} request to {dependency} <pod-name> timed out"),
+                         (note, "runbook note: the interface <interface-name> of {component} is down (restart)")]:
+        pattern = re.compile(schema["pattern"])
+        assert not pattern.fullmatch(text)
+        assert pattern.fullmatch(text.replace("<pod-name>", "< 200 ms").replace("<interface-name>", "eth0"))
+    domain = family.load_example(sorted(family.examples())[0])
+    slotted = replace_value(domain, domain.symptom_lines[0], domain.symptom_lines[0] + " <pod-name>")
+    with pytest.raises(DomainError) as raised:
+        family.parse_domain(slotted)
+    assert any(p.path == "domain.symptom_lines[0]" and p.code == Code.NOT_CONTENT for p in raised.value.problems)
 
 
 def test_a_text_with_no_required_placeholder_holds_its_minimum_length():

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("validator", ("openadapt.validator",)),
     ("training", ("openadapt.training",)),
     ("curriculum", ("openadapt.curriculum",)),
-    ("designer", ("openadapt.designer", "openadapt.prompts")),
+    ("designer", ("openadapt.designer", "openadapt.prompts", "openadapt.doctor")),
     ("cli", ("openadapt.cli", "openadapt.__main__")),
 ]
 

@@ -643,7 +643,7 @@ def test_a_load_without_extra_buffers_turns_the_repacking_off_for_that_load_only
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")
 def test_doctor_names_an_amx_build_and_the_command_that_rebuilds_it(monkeypatch):
-    from openadapt.designer import doctor
+    from openadapt import doctor
     from openadapt.llm.local import backend
 
     monkeypatch.setattr(backend, "amx_build", lambda llama_cpp: True)

@@ -19,7 +19,7 @@ def doctor(deep: Annotated[bool, typer.Option("--deep", help="re-hash the design
     verified), llama.cpp, an endpoint, the training extra and free disk space; say what to do for each failure.
 
     Exit 0 when nothing failed (warnings allowed), 1 otherwise."""
-    from openadapt.designer.doctor import diagnose
+    from openadapt.doctor import diagnose
 
     with err.status("checking", spinner="dots") as status:
         findings = diagnose(deep=deep, listener=lambda f: status.update(f"checked {f.check}"))

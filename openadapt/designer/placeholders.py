@@ -20,6 +20,7 @@ from openadapt.designer.pieces import (
     split_by_kind,
 )
 from openadapt.families.base import Family
+from openadapt.families.domain import SLOT_START
 from openadapt.llm.local.grammar import MAX_FREE_CHARS, bounded_pattern
 
 _INDEX = re.compile(r"\[\d+\]")
@@ -42,12 +43,15 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int =
     enforced: the orders are not spelled out). The stretches of text before, between and after the required ones share
     the length: each bounded on its own to the whole length, they let a small model run to the token limit without
     writing the placeholder. A text with no required placeholder holds `min_length` characters or placeholders
-    (llama.cpp ignores minLength beside a pattern). Without `digits`, the text holds no figure (`Domain.NO_DIGITS`)."""
+    (llama.cpp ignores minLength beside a pattern). Without `digits`, the text holds no figure (`Domain.NO_DIGITS`);
+    it never holds a slot (`families.domain.SLOT`)."""
     allowed, required = rule
     required = required if len(required) <= 2 else ()
     # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and there is
     # no quote (bounded_pattern leaves `"` and `\` out of the class): allowed escaped, quotes can loop to the limit.
-    char = r"[^{}\n\r\t]" if digits else r"[^{}\n\r\t0-9]"
+    # Nor a slot left to fill ('<pod-name>'): `<` never comes before what starts one.
+    banned = r"{}\n\r\t" + ("" if digits else "0-9")
+    char = f"([^<{banned}]|<[^<{SLOT_START}{banned}])"
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
     # room kept for the placeholders written, where any may be
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)) * bool(allowed))
@@ -70,14 +74,13 @@ _BEFORE_PLACEHOLDER = r"[^A-Za-z0-9{}\n\r\t]"  # what may come right before a re
 
 def rule_for(family: Family, path: str, kind: str | None = None) -> Rule | None:
     """The rule of the text at a concrete domain path (`domain.faults[2].evidence[0]`), if the family has one; a
-    list of lines that `Domain.NAMED_LINES` has written with names in the placeholders' place has none. With the
+    list of lines that `Domain.NAMED_LINES` has written with names in the placeholders' place requires none. With the
     `kind` of the record the text belongs to, that kind's rule where the family's kinds differ (a scheduling
     `site_ends_by` rule names {site} and {time}, a `staff_excludes_type` one {staff} and {task_type})."""
     top = path.removeprefix("domain.").split(".")[0].split("[")[0]
-    if top in family.domain.NAMED_LINES:
-        return None
     rules, template = family_rules(family), _INDEX.sub("[]", path)
-    return (rules.get(f"{template}#{kind}") if kind else None) or rules.get(template)
+    rule = (rules.get(f"{template}#{kind}") if kind else None) or rules.get(template)
+    return (rule[0], ()) if rule is not None and top in family.domain.NAMED_LINES else rule
 
 
 def with_placeholders(schema: dict[str, Any], family: Family, path: str,

@@ -339,7 +339,7 @@ class Domain(DomainPart):
             elif is_debris(text):
                 yield _not_content(path, f"{text!r} is JSON or markdown syntax, not words of this "
                                    "world: write what this field means here")
-            elif slot := _SLOT.search(text):
+            elif slot := SLOT.search(text):
                 yield _not_content(path, f"this text holds the slot {slot.group(0)!r}, a name left "
                                    "unfilled: write the value it stands for in this world")
             elif not path.endswith("role") and (meta := _META.search(text)):
@@ -386,9 +386,11 @@ class Domain(DomainPart):
                 seen.add(text)
 
 
-# A name in angle brackets is a slot a template left to fill: the Kubernetes prompt's 1.5B wrote evidence lines
-# 'ERROR {component} <pod-name> CPU usage 90% above limit' (placeholders this world has are in braces).
-_SLOT = re.compile(r"<[A-Za-z][\w .-]{0,30}>")
+# A name in angle brackets ('<pod-name>') is a slot a template left to fill: this world's placeholders are in
+# braces. The check finds one (`SLOT`); a grammar keeps `<` from ever coming before what starts one
+# (`SLOT_START`, a character class's body).
+SLOT_START = "A-Za-z"
+SLOT = re.compile(rf"<[{SLOT_START}][\w .-]{{0,30}}>")
 # The task restated where the world's content belongs: the packaging supplier's 1.5B wrote subjects 'An AI agent
 # is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
 _META = re.compile(r"\bAI (agent|assistant|model)s?\b|\b(an|the) AI\b|\bis tasked with\b", re.IGNORECASE)

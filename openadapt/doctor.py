@@ -4,8 +4,8 @@ when something is wrong, the command that fixes it.
 Checks: Python, the sandbox backend `--sandbox auto` would use (a real bubblewrap start, not only the binary),
 OpenEnv's import (in a child process, timed), the embedded designer model (present and its sha256 verified:
 from the record of its last full hash, or re-hashed with `deep`), llama.cpp, an endpoint if one is configured,
-the training extra, and free disk space. This module sits in the designer layer, the top of the library, because
-it looks at every layer below it; nothing here starts training or loads a model.
+the training extra, and free disk space. It sits in the top layer of the library, beside the designer, because it
+looks at every layer below it; nothing here starts training or loads a model.
 """
 
 from __future__ import annotations
