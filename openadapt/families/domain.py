@@ -106,8 +106,8 @@ class Rule:
     reads: tuple[str, ...]  # the domain's own fields it reads
     says: str  # one sentence a designer can act on
     # Why the mechanics need it (the tier that draws on it), for people and for a capable model's whole request;
-    # kept out of a small model's piece requests and of the problem's message: stated there, a 1.5B wrote 'ECI 4'
-    # into a counterpart's reply.
+    # kept out of a small model's piece requests and of the problem's message: there, a small model copies it
+    # ('ECI 4' in a reply it writes).
     why: str = ""
 
     def broken(self, path: str, found: str, minimum: int | None = None) -> DomainProblem:
@@ -248,21 +248,21 @@ class Domain(DomainPart):
     # timed out', but writes 'pump-2' back where it was shown 'pump-2'); `tidy` puts the placeholders back.
     NAMED_LINES: ClassVar[dict[str, dict[str, str]]] = {}
     # Keyed lists whose items must be different things, so that at most half of the keys may be numbered copies
-    # of one name: the parts of one system depending on each other ('pump-1' .. 'pump-6', all of kind pump, made
-    # a farm's irrigation system of six pumps needing each other; its wells, filters and valves were missing).
+    # of one name: the parts of one system depending on each other ('pump-1' .. 'pump-6', all of kind pump, make
+    # an irrigation system of six pumps needing each other, with no wells, filters or valves).
     VARIED_KEYS: ClassVar[frozenset[str]] = frozenset()
     # Optional parts that at least the first N items of a keyed list must write ('list.field' -> N), where a
-    # check asks for N of them: a designer's schema for those items does not offer null or an empty list (the
-    # supplier's 1.5B gave every issue `constraint: null`, though the description asks two for one).
+    # check asks for N of them: a designer's schema for those items does not offer null or an empty list (a
+    # small model writes `constraint: null` for every item, though the description asks for some).
     REQUIRED_IN_FIRST: ClassVar[dict[str, int]] = {}
     # Whether the embedded model writes every piece after the header aside, out of the worked example's sight
-    # (docs/history/designer.md): on for the families where that was measured better (scheduling: 25 and 28 problems
-    # left at 10 minutes against 55, no dock names); off where the pieces need the example's shape (inventory aside:
-    # items named 'inventory', 'item2', ..., 32 problems against 9; diagnosis aside: the pumps 11 against 2) or what was
-    # written before them in full (a question's SQL reads the tables' columns).
+    # (docs/history/designer.md): on where that leaves fewer problems (in its sight, a model copies the example's
+    # names, e.g. scheduling's docks); off where the pieces need the example's shape (aside, inventory items come
+    # out 'inventory', 'item2', ...) or what was written before them in full (a question's SQL reads the tables'
+    # columns).
     PIECES_ASIDE: ClassVar[bool] = False
     # Texts that must hold no figure ('list[].field' paths), which a designer's grammar then keeps out: checked
-    # only afterwards, the supplier's 1.5B wrote "... pay a fee of 200 EUR" into two constraint hints.
+    # only afterwards, a small model writes figures into them ("... pay a fee of 200 EUR").
     NO_DIGITS: ClassVar[frozenset[str]] = frozenset()
     # The rules across fields its checks hold it to (`Rule`), stated to a designer before it writes.
     RULES: ClassVar[tuple[Rule, ...]] = ()
@@ -391,25 +391,24 @@ class Domain(DomainPart):
 # (`SLOT_START`, a character class's body).
 SLOT_START = "A-Za-z"
 SLOT = re.compile(rf"<[{SLOT_START}][\w .-]{{0,30}}>")
-# The task restated where the world's content belongs: the packaging supplier's 1.5B wrote subjects 'An AI agent
-# is tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
+# The task restated where the world's content belongs: a small model writes subjects such as 'An AI agent is
+# tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
 _META = re.compile(r"\bAI (agent|assistant|model)s?\b|\b(an|the) AI\b|\bis tasked with\b", re.IGNORECASE)
-# A role that is only the agent being trained ('an AI agent': the packaging supplier's 1.5B, every rewrite).
+# A role that is only the agent being trained ('an AI agent', as a small model writes it).
 _AGENT_WORDS = frozenset({"a", "an", "the", "ai", "agent", "assistant", "model", "llm", "bot", "autonomous"})
-# Notes about the reply's own format, written into the world's texts: the packaging supplier's 1.5B went on in its
-# counterpart's replies with '**Note:** {offer} is a placeholder for the actual offer ... The above JSON is a
-# template'.
+# Notes about the reply's own format, written into the world's texts: a small model goes on in a counterpart's
+# reply with '**Note:** {offer} is a placeholder for the actual offer ... The above JSON is a template'.
 _FORMAT = re.compile(r"\*\*|\bplaceholders?\b|\b(?:the|this|above) JSON\b|\bJSON (?:is|above|template)\b",
                      re.IGNORECASE)
-# The environment's own mechanics in a world's text: the payment service's published constraint notes read "On
-# harder tiers, the usual fix may not be effective" (the constraint field's description speaks of tiers).
+# The environment's own mechanics in a world's text: a constraint note reading "On harder tiers, the usual fix
+# may not be effective" (the constraint field's description speaks of tiers).
 _MECHANICS = re.compile(r"\b(?:harder|hard|easier|higher|lower) tiers?\b|\bECI ?\d\b|\b(?:this|each|every) episode\b",
                         re.IGNORECASE)
 _AI_AGENT = re.compile(r"\b(?:an?|the) AI (?:agent|assistant|model)\b", re.IGNORECASE)
-# A title naming the package rather than the world ('Negotiation Environment AI', the supplier's at 8b5b03c).
+# A title naming the package rather than the world ('Negotiation Environment AI').
 _PACKAGE_WORDS = re.compile(r"\b(?:environment|simulation|simulator)s?\b", re.IGNORECASE)
-# A placeholder run into a word ('Please{offer}.', 'the line{value} rate'): the packaging supplier's 1.5B, whose
-# grammar let the placeholder in anywhere. A code's own format ('RF{n}') is no prose, and not judged.
+# A placeholder run into a word ('Please{offer}.', 'the line{value} rate'): a small model does so where its
+# grammar lets the placeholder in anywhere. A code's own format ('RF{n}') is no prose, and not judged.
 _GLUED = re.compile(r"[A-Za-z]+\{[a-z_]+\}")
 _TASKED = re.compile(r"\b(?!(?:who|that|which)\b)(\w+) is (?:an AI )?tasked with\b", re.IGNORECASE)
 _SYNTAX = set("[]{}(),:;`'\"")
@@ -418,23 +417,22 @@ LOG_LEVELS = frozenset({"error", "warn", "warning", "info", "debug", "notice"}) 
 
 def unglued(text: str) -> str:
     """A prose text with a space put between a word and the placeholder run into it ('and{client}' -> 'and
-    {client}'): the operating rooms' 1.5B glued eight of them in one draft, each asked for again one by one to the
-    time limit (2026-12-06). The words a reader might want between them are the model's to add; glued, the text
-    renders as one word."""
+    {client}'): a small model glues many, and asking for each again one by one runs out the time limit. The words
+    a reader might want between them are the model's to add; glued, the text renders as one word."""
     return re.sub(r"([A-Za-z])(\{[a-z_]+\})", r"\1 \2", text) if is_prose(text) else text
 
 
 def _listed_fields(text: str) -> bool:
-    """Whether a name is its record's fields run together, two or more of them figures: the warehouse's 1.5B named
-    an item 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, 1.5, 0.0125'."""
+    """Whether a name is its record's fields run together, two or more of them figures: a small model names an
+    item 'Inventory, bags, bulk_racking, critical, 0.2, 0.01, 40.0, 1.5, 0.0125'."""
     parts = [p.strip() for p in text.split(",")]
     return len(parts) >= 4 and sum(bool(re.fullmatch(r"-?\d+(?:\.\d+)?", p)) for p in parts) >= 2
 
 
 def without_tasked(text: str) -> str:
     """'The agent is tasked with negotiating ...' as 'The agent's job is negotiating ...', and 'an AI agent' as
-    'the agent': the packaging supplier's 1.5B wrote its summary so in every rewrite, told each time that it
-    speaks of the agent being trained ('... where an AI agent's job is negotiating ...', twice at 8b5b03c)."""
+    'the agent': a small model keeps writing its summary so, even when told that it speaks of the agent being
+    trained ('... where an AI agent's job is negotiating ...')."""
     text = _AI_AGENT.sub(lambda m: "The agent" if m.group(0)[0].isupper() else "the agent", text)
     return _TASKED.sub(r"\1's job is", text)
 
@@ -526,7 +524,7 @@ _KEY = re.compile(r"\b([a-z][a-z_]*)['\"]?\s*:")  # a key written as data ('tell
 
 
 def _keys_written(text: str, fields: frozenset[str]) -> list[str]:
-    """The schema's field names a text writes as keys, a record run into one string (the irrigation 1.5B's evidence
+    """The schema's field names a text writes as keys, a record run into one string (a small model's evidence
     line "telltales':['worn out', ...],metrics:['suction pressure'],runbook:[...]")."""
     return sorted({m.group(1) for m in _KEY.finditer(text)} & fields)
 
@@ -534,8 +532,8 @@ def _keys_written(text: str, fields: frozenset[str]) -> list[str]:
 @functools.cache
 def _described_phrases(model: type[BaseModel]) -> frozenset[tuple[str, ...]]:
     """The phrases of a schema's own words, its quoted examples left out: a text that holds one tells the agent
-    what the field is for ('a hidden operational fact that makes the usual fix wrong for this episode', the
-    1.5B's runbook note for a pump) instead of what it says in this world. The quoted examples are the shape
+    what the field is for ('a hidden operational fact that makes the usual fix wrong for this episode', a small
+    model's runbook note) instead of what it says in this world. The quoted examples are the shape
     a text may take; the copying checks judge those."""
     own = re.sub(r"(?<![A-Za-z])'.*?'(?![A-Za-z])|\".*?\"", " ", descriptions(model), flags=re.DOTALL)
     return frozenset(phrases(own))
@@ -574,9 +572,9 @@ def key_words(key: str) -> list[str]:
 
 def extends(name: str, old: str) -> bool:
     """Whether `name` is `old` numbered, in the plural, or with words added around it ('weekly_inventory_flow',
-    'inventory_flows' and 'inventory_flow_2' are 'inventory_flow'): asked to rename the warehouse example's copied
-    report 'inventory_flow', the 1.5B answered 'weekly_inventory_flow', and its title came back the example's three
-    times running; its category 'inbound_receipt' came back 'inbound_receipts'."""
+    'inventory_flows' and 'inventory_flow_2' are 'inventory_flow'): asked to rename a name copied from the
+    example ('inventory_flow'), a small model extends it ('weekly_inventory_flow') or makes it plural
+    ('inbound_receipt' -> 'inbound_receipts')."""
     words, have = key_words(old), key_words(name)
     return bool(words) and any(have[i:i + len(words)] == words for i in range(len(have) - len(words) + 1))
 
@@ -648,8 +646,8 @@ def duplicate_values(values: Iterable[str], path: str) -> list[DomainProblem]:
 def names_differ(names: list[str] | dict[str, str], path: str, what: str) -> list[DomainProblem]:
     """A set of names (e.g. what the actions are called) in which each must differ from the others. Given a
     record's names by field, each repeat is reported at its own field (`domain.tools.notes`), so that it can be
-    renamed alone: reported for the whole record, run 21's five tool names all `submit_diagnosis` were
-    written again whole, and came back the same."""
+    renamed alone: reported for the whole record (tool names all `submit_diagnosis`), it is written again
+    whole and comes back the same."""
     values = list(names.values()) if isinstance(names, dict) else names
     if len(set(values)) == len(values):
         return []

@@ -19,7 +19,7 @@ FAMILY = register_family(Family(
     name="diagnosis",
     version=1,
     summary="find which component of a system of dependent parts is failing, what fault it has and the fix",
-    # 'degraded services': "find out why our payment service is degraded" had gone to negotiation (payment terms)
+    # 'degraded services', lest "find out why our payment service is degraded" go to negotiation (payment terms)
     fits=("incidents, outages and degraded services, equipment or machine faults, broken builds or pipelines, "
           "misconfigured deployments, security alerts to triage: anything where symptoms show up on components "
           "that depend on the faulty one and the agent investigates logs, readings and notes before naming cause "

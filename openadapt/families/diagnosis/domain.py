@@ -56,17 +56,17 @@ class Metric(DomainPart):
 
 
 # A fix is a verb and its object, two words at least: a one-word fix ('increase', 'update') is a word the episode's
-# texts hold anyway, and the payment service's package failed validation with its secret 'increase' visible at
-# reset ("latency increase"). Every example's fix has the form.
+# texts hold anyway, so the secret shows at reset ('increase' in "latency increase"). Every example's fix has the
+# form.
 VERB_OBJECT = r"^[a-z][a-z0-9]*(_[a-z0-9]+)+$"  # a plain group: llama.cpp's grammars refuse (?:
 
 
 class Constraint(DomainPart):
     # The note's example is the family's general form of a constraint, in no world of its own (any system has a
     # unit it cannot take offline and a standby to move its load to): a note that takes its words for this
-    # world's component is not a copy. Asked without it, with a skeleton of it, with two other worlds' notes or
-    # for its parts one by one, the 1.5B wrote the fault's runbook advice, or the usual fix, in 15 of 16 tries
-    # (the pumps, 2026-12-03); with it, it took the form (docs/history/designer.md, run 27).
+    # world's component is not a copy. Asked without it (with a skeleton of it, other worlds' notes, or part by
+    # part), a small model writes the fault's runbook advice or the usual fix instead; with it, it takes the form
+    # (docs/history/designer.md).
     FORMS = frozenset({"note"})
 
     note: str = Field(min_length=20, max_length=300, description=(
@@ -202,8 +202,8 @@ class DiagnosisDomain(Domain):
         become identifiers; a constraint note and its fix are made to agree (`_naming_its_fix`); an evidence line's
         unknown placeholder, in braces or angle brackets, is read as what it stands for (`_known_placeholders`,
         `_angle_slots`); a log line without the component it is printed by (a fault's evidence, a symptom, a
-        background or a noise line) gets '{component}' (the 1.5B left it out of fault evidence through every repair
-        round); a dependency listed twice is listed once."""
+        background or a noise line) gets '{component}' (a small model leaves it out of fault evidence, even in
+        repairs); a dependency listed twice is listed once."""
         data = dict(data)
         names = [c["name"] for c in data.get("components", [])
                  if isinstance(c, dict) and isinstance(c.get("name"), str)]
@@ -224,7 +224,7 @@ class DiagnosisDomain(Domain):
             texts = [" ".join(str(e) for e in f.get("evidence", [])) for f in faults]
             for i, fault in enumerate(faults):
                 kept = list(dict.fromkeys(t for t in fault.get("telltales", []) if isinstance(t, str) and t
-                                          and t in texts[i]))  # the pumps' 'water seeping' was listed four times
+                                          and t in texts[i]))  # a small model repeats telltales: 'water seeping'
                 others = " ".join(t for j, t in enumerate(texts) if j != i).lower()
                 words = [w.strip(".,:;()'\"") for w in texts[i].split()]
                 own = [w for w in dict.fromkeys(words) if len(w) >= 5 and "{" not in w and w.lower() not in others
@@ -235,8 +235,8 @@ class DiagnosisDomain(Domain):
             data["faults"] = faults
         for name, level in (("background_lines", "INFO"), ("noise_lines", "INFO")):
             data[name] = [_with_component(_angle_slots(line), level, names) for line in data.get(name, [])]
-        # A dependency named twice is named once (the Kubernetes prompt's 1.5B: a replica set needing
-        # `deployment-config` three times); what the list means is unchanged.
+        # A dependency named twice is named once (a small model repeats them: a replica set needing
+        # `deployment-config` over and over); what the list means is unchanged.
         if isinstance(data.get("components"), list):
             data["components"] = [{**c, "depends_on": list(dict.fromkeys(c["depends_on"]))}
                                   if isinstance(c, dict) and isinstance(c.get("depends_on"), list)
@@ -355,7 +355,7 @@ NOTE_CHARS = Constraint.model_fields["note"].metadata[-1].max_length
 
 def _naming_its_fix(constraint: dict, usual_fix) -> dict:
     """A constraint whose note does not name its fix: where the note names one other fix in parentheses, and
-    not the usual one, that is the fix it calls for (the 1.5B wrote the description's '... (shift_to_standby)'
+    not the usual one, that is the fix it calls for (a small model's note copies '... (shift_to_standby)'
     with `fix: replace_pump`); otherwise the fix goes in parentheses at the note's end, the note first cut back
     to its last full sentence where it would not fit (a note written to its 300-character bound ends mid-word).
     Where neither works the checks report it."""
@@ -375,8 +375,8 @@ def _naming_its_fix(constraint: dict, usual_fix) -> dict:
 
 
 def _identifier(value):
-    """'Pump-Failure' or 'pump failure' as the identifier it means ('pump_failure'): the 1.5B wrote fault ids and
-    fixes with hyphens, and its renames kept them. Anything else is left for the checks to report."""
+    """'Pump-Failure' or 'pump failure' as the identifier it means ('pump_failure'): a small model hyphenates
+    fault ids and fixes, and its renames keep them. Anything else is left for the checks to report."""
     if not isinstance(value, str):
         return value
     spelled = re.sub(r"[\s-]+", "_", value.strip()).lower()
@@ -401,7 +401,7 @@ _EVIDENCE_PLACEHOLDERS = ("component", *NUMBER_PLACEHOLDERS)
 
 def _known_placeholders(line):
     """An evidence line's placeholders the engine does not fill: the first stands for the faulty component where
-    the line has no '{component}' (the 1.5B wrote 'WARN {failing_pump} ...'), any other becomes its words
+    the line has no '{component}' (a small model: 'WARN {failing_pump} ...'), any other becomes its words
     ('{pump_id}' -> 'pump id'); a slot in angle brackets is read as one in braces (`_angle_slots`)."""
     if not isinstance(line, str):
         return line
@@ -417,9 +417,9 @@ _ANGLE_SLOT = re.compile(r"<([A-Za-z][\w .-]{0,30})>")  # as the shared check's 
 
 
 def _angle_slots(line):
-    """A log line's slot in angle brackets right after '{component}' names the component twice and goes (the
-    Kubernetes prompt's 1.5B wrote 'ERROR {component} <pod-name> ...' into every fault, through every repair
-    round); where the line has no '{component}' the first stands for it; any other becomes its words."""
+    """A log line's slot in angle brackets right after '{component}' names the component twice and goes (a
+    small model writes 'ERROR {component} <pod-name> ...' and keeps it through repairs); where the line has no
+    '{component}' the first stands for it; any other becomes its words."""
     if not isinstance(line, str):
         return line
     line = re.sub(r"(\{component\})\s*" + _ANGLE_SLOT.pattern, r"\1", line)
@@ -431,7 +431,7 @@ def _angle_slots(line):
 
 def _with_component(line, default_level: str = "INFO", names: list[str] = ()):
     """A log line without the component it is printed by gets '{component}': in place of the one component it
-    names literally (the 1.5B wrote 'ERROR irrigation-pump-1 suction pressure ...' into a fault that any pump
+    names literally (a small model writes 'ERROR irrigation-pump-1 suction pressure ...' in a fault any pump
     may have), else after its level (and a level if it has none); a small model's '... {dependency} timed out
     ...' loses its ellipses. A symptom line is given no `names`: the component it names may be the dependency."""
     if not isinstance(line, str) or "{component}" in line:

@@ -222,8 +222,8 @@ class InventoryDomain(Domain):
     def tidy(cls, data: dict[str, Any]) -> dict[str, Any]:
         """A price break that is no discount (its quantity not above the minimum order or the previous break's, or
         its price not below the list price or the previous break's) is dropped: the offer is then sold at the
-        prices it does discount. The warehouse's 1.5B draft wrote `{min_quantity: 2, unit_price: 15}` beside a
-        list price of 15 and a minimum order of 2 on five offers, ten of its problems; the breaks are optional."""
+        prices it does discount. A small model writes `{min_quantity: 2, unit_price: 15}` beside a list price
+        of 15 and a minimum order of 2; the breaks are optional."""
         data = dict(data)
         if isinstance(data.get("suppliers"), list):
             data["suppliers"] = [_with_real_breaks(s) for s in data["suppliers"]]

@@ -41,9 +41,9 @@ ZOPA_MARGIN = 0.10  # the counterpart's utility of the agent's strictest limits 
 Line = Annotated[str, StringConstraints(strip_whitespace=True, min_length=5, max_length=300)]  # one sentence or two
 Key = Annotated[str, StringConstraints(min_length=2, max_length=30)]
 # A deal, as the messages say it mid-sentence ('your enquiry about {subject}'): a noun phrase after a lower-case
-# article. The packaging supplier's 1.5B restated the task there ('An AI agent is tasked with negotiating ...').
+# article. A small model restates the task there ('An AI agent is tasked with negotiating ...').
 # The pattern bounds its own length (llama.cpp's grammars ignore maxLength beside a pattern) and keeps to one line.
-# three words at least after the article: the packaging supplier's 1.5B wrote 'a negotiation', 'a delivery term'
+# three words at least after the article: a small model writes 'a negotiation', 'a delivery term'
 Subject = Annotated[str, StringConstraints(strip_whitespace=True, min_length=10, max_length=200,
                                            pattern=r"^(a|an|the) [^ \n]{1,40} [^ \n]{1,40} [^\n]{2,150}$")]
 _ARTICLE = re.compile(r"^(A|An|The) ")
@@ -104,8 +104,8 @@ class Issue(DomainPart):
 
 class Persona(DomainPart):
     # 'a sales manager judged on margin: concedes slowly ...' and 'We don't really do discounts on list prices.'
-    # are kinds of counterpart any deal has, no world's own: the packaging supplier's 1.5B wrote them as its
-    # personas, and three attempts ended on them called copies of another world.
+    # are kinds of counterpart any deal has, no world's own: a small model writes them as its personas, and they
+    # must not count as copies of another world.
     FORMS = frozenset({"description", "style_tells"})
 
     id: str = Field(min_length=3, max_length=40, pattern=IDENT, description=(
@@ -113,7 +113,7 @@ class Persona(DomainPart):
     description: str = Field(min_length=10, max_length=200, description=(
         "Who this counterpart is and how it bargains (for the docs; never shown to the agent), e.g. 'a sales "
         "manager judged on margin: concedes slowly, cares about price above all'."))
-    # bounded in the type, so that a reply's weight past 100 is set to 100 at parse (the supplier's 1.5B wrote 1e+15)
+    # bounded in the type, so that a reply's weight past 100 is set to 100 at parse (a small model writes 1e+15)
     weights: dict[Key, Annotated[float, Field(gt=0, le=100)]] = Field(min_length=2, max_length=8, description=(
         "How much this counterpart cares about each term: one positive number per issue id (any scale; varied "
         "per episode), e.g. {unit_price: 6, delivery_days: 1, payment_days: 3, warranty_months: 1}. Hidden."))
@@ -203,12 +203,12 @@ class Questions(DomainPart):
                                description="reveals how many messages remain before it walks away")
 
 
-# A name no one has (the packaging supplier's 1.5B: 'John Doe (Supplier's Representative)').
+# A name no one has (a small model's 'John Doe (Supplier's Representative)').
 _STAND_IN_NAME = re.compile(r"\b(?:John|Jane) Doe\b|\b(?:First|Last)name\b|\bName Surname\b", re.IGNORECASE)
 
 
 def _counterpart_problems(name: str, path: str) -> list[DomainProblem]:
-    """A counterpart is one person: the same 1.5B wrote 'John Doe (Supplier's Representative), Jane Smith
+    """A counterpart is one person: a small model gives 'John Doe (Supplier's Representative), Jane Smith
     (Customer's Representative)' as one, the side the agent is on among them."""
     if name.count("(") > 1 or re.search(r"\),\s*\S", name):
         return [DomainProblem(path=path, message=f"{name!r} names more than one person: one counterpart per "
@@ -224,9 +224,9 @@ _SENTENCE_END = (".", "!", "?", ")", "'", '"', "}")
 
 
 def _whole_sentences(line: str) -> str:
-    """A reply stopped at its bound mid-sentence, cut back to the whole sentences before: the supplier's 1.5B,
-    asked for its replies list by list and each line again, wrote '... is the lack of transparency. We,' three
-    times running. Unchanged where it ends a sentence, or has no whole one."""
+    """A reply stopped at its bound mid-sentence, cut back to the whole sentences before: a small model, asked
+    for the line again, stops it the same way ('... is the lack of transparency. We,'). Unchanged where it ends a
+    sentence, or has no whole one."""
     if line.rstrip().endswith(_SENTENCE_END):
         return line
     ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", line)]
@@ -234,7 +234,7 @@ def _whole_sentences(line: str) -> str:
 
 
 def _reply_problems(line: str, path: str) -> list[DomainProblem]:
-    """A reply is what a person writes: whole sentences, not code or fields. The packaging supplier's 1.5B wrote
+    """A reply is what a person writes: whole sentences, not code or fields. A small model writes
     'timeouts[0] = {rounds} emails.' and replies stopped at their bound ('... the lack of transparency. We,')."""
     if said := _CODE.search(line):
         return [DomainProblem(path=path, message=f"this reply reads as code or fields ({said.group(0).strip()!r}),"
@@ -309,16 +309,16 @@ class NegotiationDomain(Domain):
     def tidy(cls, data: dict) -> dict:
         """An issue whose grid is too coarse for bargaining gets the coarsest round step (1, 2 or 5 times a power
         of ten) that puts at least 20 whole steps between its low and high, and a walk-away limit touching an
-        end of its range is moved one step inside: the packaging supplier's 1.5B wrote delivery days 1..10 in
-        steps of 1 with the limit [5, 10]. The range and the limit's other end stay as written. A limit whose
-        strict end leaves the counterpart less than `MIN_THEIR_SHARE` of the term is moved until it does.
+        end of its range is moved one step inside: a small model writes delivery days 1..10 in steps of 1 with
+        the limit [5, 10]. The range and the limit's other end stay as written. A limit whose strict end leaves
+        the counterpart less than `MIN_THEIR_SHARE` of the term is moved until it does.
         A persona's reservation range that leaves no room for a deal at the agent's strictest limits is moved down
-        until it does, its width kept (never below 0.05): the 1.5B cannot work utilities out, and all three of
-        the supplier's personas wanted 0.5 where the agent's limits left them 0.34-0.40. Where three or more
-        personas all weigh one term highest, the last one's two highest weights change places (the supplier's 1.5B
-        gave all three the worked example's weights): the check asks two different top priorities. A subject's
-        capitalised first article is lower-cased (it is said mid-sentence). A reply that stops mid-sentence after
-        a whole one keeps its whole sentences (`_whole_sentences`)."""
+        until it does, its width kept (never below 0.05): a small model cannot work utilities out, and asks 0.5
+        where the agent's limits leave 0.34-0.40. Where three or more personas all weigh one term highest, the
+        last one's two highest weights change places (a small model gives them all the worked example's
+        weights): the check asks two different top priorities. A subject's capitalised first article is
+        lower-cased (it is said mid-sentence). A reply that stops mid-sentence after a whole one keeps its whole
+        sentences (`_whole_sentences`)."""
         data = dict(data)
         if isinstance(data.get("messages"), dict):
             data["messages"] = {k: [_whole_sentences(t) if isinstance(t, str) else t for t in v]
@@ -483,9 +483,9 @@ def _tidy_issue(issue: dict) -> dict:
 
 def _leaving_a_share(issue: dict, low: float, high: float, step: float) -> list:
     """The limit range with its strict end moved to leave the counterpart at least `MIN_THEIR_SHARE` of the term
-    (on the grid, the other end moved with it where needed): the packaging supplier's 1.5B drew a fuel cost's limit
-    from [1, 99] in 0..100, and at the agent's strictest limits every persona was left 0.06-0.12 utility, too
-    little for any reservation. The examples' limits leave 0.39-0.67."""
+    (on the grid, the other end moved with it where needed): a small model draws a limit such as [1, 99] in
+    0..100, which at the agent's strictest limits leaves every persona too little utility for any reservation.
+    The examples' limits leave 0.39-0.67."""
     lo, hi = issue.get("limit", (None, None)) if len(issue.get("limit") or ()) == 2 else (None, None)
     if not isinstance(lo, int | float) or not isinstance(hi, int | float) or lo > hi:
         return issue.get("limit")
@@ -526,7 +526,7 @@ def _fit_reservation(persona: object, issues: list) -> object:
 
 def _varied_priorities(personas: list) -> list:
     """The personas, the two highest weights of the last one whose top two differ swapped where all of them (three
-    or more) put one term first (the supplier's third persona weighed every term 1: the second's were swapped);
+    or more) put one term first (where the last weighs every term alike, the one before it is swapped);
     as written where anything is not yet well-formed."""
     weights = [p.get("weights") if isinstance(p, dict) else None for p in personas]
     if len(personas) < 3 or not all(isinstance(w, dict) and len(w) >= 2 and all(

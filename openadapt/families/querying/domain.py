@@ -230,9 +230,9 @@ class Question(DomainPart):
 
 class QueryingDomain(Domain):
     KEYS = {"tables": "name"}
-    # `_coverage_problems`: every question must read a table with a distractor and a hidden constraint. The sales
-    # database's 1.5B draft left every optional part null. Not a split: asked of the first table too, the 1.5B
-    # moved columns the table did not have and named the side table after another table (a draft of 39 problems).
+    # `_coverage_problems`: every question must read a table with a distractor and a hidden constraint. A small
+    # model leaves every optional part null. Not a split: asked of the first table too, a small model moves
+    # columns the table does not have and names the side table after another table.
     REQUIRED_IN_FIRST = {"tables.stale": 3, "tables.soft_delete": 3}
     RULES = (
         Rule("question_renames", ("tables", "questions"),
@@ -278,16 +278,16 @@ class QueryingDomain(Domain):
     @classmethod
     def tidy(cls, data: dict) -> dict:
         """Renames that a name of the same namespace already takes (the column's own name, a sibling's, an earlier
-        rename) and repeated values of a choice column (with their weights) are dropped: the sales database's
-        1.5B draft listed most columns' own names among their renames ('order_date' -> ['order_date',
-        'order_date']), 28 of its 49 problems, each a rename that could never happen. What is left is what the
-        draft says; a column left without renames is only one fewer drift option. A column whose name an earlier
-        column of its table has is dropped (the same draft listed `customer_id` three times, each a key), and a
+        rename) and repeated values of a choice column (with their weights) are dropped: a small model lists
+        most columns' own names among their renames ('order_date' -> ['order_date', 'order_date']), each a
+        rename that could never happen. What is left is what the draft says; a column left without renames is
+        only one fewer drift option. A column whose name an earlier column of its table has is dropped (a small
+        model repeats `customer_id`, each time a key), and a
         column's type follows from its kind wherever the kind allows one type only (a 'ref' column of type text). A
         table whose unique names (a choice column with `unique`) are fewer than its `max_rows` gets as many rows as
-        it has names: each row takes a different one, so the names are the table (the draft gave 300 products 8
-        unique names). A question's slot that neither its text nor its SQL uses is dropped too (the same draft
-        gave 'Top Selling Products' a `{category}` slot it never used: a fixed question, not a broken one), a
+        it has names: each row takes a different one, so the names are the table (a draft gives 300 products 8
+        unique names). A question's slot that neither its text nor its SQL uses is dropped too (a small model
+        gives 'Top Selling Products' a `{category}` slot it never uses: a fixed question, not a broken one), a
         placeholder used without a slot gets the one its name points to (`{category}`: the `category` column of a
         table the SQL reads; `{month}`, `{year}`: a date column's part), a slot whose table lacks its column
         moves to the one table that has it (`_slot_table`), and a
@@ -297,8 +297,8 @@ class QueryingDomain(Domain):
         ref written 'orders.customer_id' names the table `orders`; `customer_id` marked a second key of `orders`
         is a reference to `customers`; a table without a key takes the column named for it, `product_id` in
         `products`). A question asked again in the same words is left as written: the check names it, and the
-        designer asks for another question (dropped here, the list fell short of its minimum, and a rewrite of
-        the list's items out of sight of one another wrote the same question again)."""
+        designer asks for another question (dropped here, the list falls short of its minimum, and its items,
+        rewritten out of sight of one another, repeat the question)."""
         data = dict(data)
         tables = data.get("tables")
         if not isinstance(tables, list):
@@ -594,7 +594,7 @@ def _tidy_table(table: dict, table_names: set) -> dict:
 
 def _tidy_soft_delete(table: dict, taken: set) -> dict:
     """A soft delete dated in a table with no date column is a flag (the check's own advice), and its marker
-    column takes a name no column of the table has (a column cannot be its own deletion marker: the 1.5B marked
+    column takes a name no column of the table has (a column cannot mark its own deletion: a small model marks
     `productid`), `deleted_at` or `is_deleted` by its style."""
     rule = table.get("soft_delete")
     if not isinstance(rule, dict):
@@ -712,8 +712,8 @@ def _tidy_question(question: dict, tables: list) -> dict:
 
 def _slot_table(slot: dict, sql: str, tables: list) -> dict:
     """A slot whose column is not a column of its table, moved to the one table that has it, among the tables the
-    SQL reads if any of those has it: the sales database's 1.5B filled {month} from `customers.order_date`, a
-    column of `orders` (2026-12-06). Unchanged where its table has the column, or where two tables have it."""
+    SQL reads if any of those has it: a small model fills {month} from `customers.order_date`, a
+    column of `orders`. Unchanged where its table has the column, or where two tables have it."""
     column, table = slot.get("column"), slot.get("table")
     by_name = {t.get("name"): t for t in tables if isinstance(t, dict) and isinstance(t.get("columns"), list)}
     if not isinstance(column, str) or column in _column_names(by_name.get(table)):

@@ -324,8 +324,8 @@ class ReconciliationDomain(Domain):
     @classmethod
     def tidy(cls, data: dict[str, Any]) -> dict[str, Any]:
         """A reference or date column marked `detail` is listed: matching reads both, so the family cannot take
-        them as details whatever the draft says. The invoice matcher's 1.5B marked every column of both sources
-        a detail, four of its 27 problems left at the time limit (2026-12-06); the column stays as written."""
+        them as details whatever the draft says. A small model marks every column of both sources a
+        detail, and repairs do not undo it; the column stays as written."""
         data = dict(data)
         if isinstance(data.get("sources"), list):
             data["sources"] = [{**s, "columns": [{**c, "detail": False} if isinstance(c, dict) and c.get("detail")

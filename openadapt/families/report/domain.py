@@ -38,8 +38,8 @@ from openadapt.families.domain import (
     unknown_refs,
 )
 
-# Bounds the schema states (and a grammar enforces) rather than a check finding them after the writing: the
-# 1.5B wrote a daily sales category's per_period as [1, 1000] and its amount as [-1000, 10000].
+# Bounds the schema states (and a grammar enforces) rather than a check finding them after the writing: a
+# small model writes a category's per_period as [1, 1000] and its amount as [-1000, 10000].
 PeriodCount = Annotated[int, Field(ge=1, le=12)]
 PositiveAmount = Annotated[float, Field(gt=0)]
 SUBJECTS_PER_EPISODE = 8  # the cast of one episode: the reported subject and seven others
@@ -238,8 +238,8 @@ class TaskNames(DomainPart):
 
 
 class ReportDomain(Domain):
-    # the metrics named first, then each written under its name: written one after another, the daily sales
-    # report's 1.5B gave three metrics the field 'total_sales' (and repeated it through two repair rounds)
+    # the metrics named first, then each written under its name: written one after another, a small model
+    # gives several metrics the field 'total_sales' (and repeats it through repairs)
     KEYS = {"categories": "name", "report_types": "code", "metrics": "field", "kpis": "code"}
     RULES = (
         Rule("spare_kpis", ("kpis", "kpi_rows"),
@@ -350,8 +350,8 @@ class ReportDomain(Domain):
     @classmethod
     def tidy(cls, data: dict[str, Any]) -> dict[str, Any]:
         """A metric's or KPI's `against` is emptied where its op takes no second operand (only 'difference' and
-        'percent' read it): the daily sales report's 1.5B gave a 'sum' metric and two 'sum' KPIs one, three of
-        its 13 problems left at the time limit. The op stays what the draft says; `against` was never read."""
+        'percent' read it): a small model gives 'sum' metrics and KPIs one, and repairs do not remove it. The op
+        stays what the draft says; `against` was never read."""
         data = dict(data)
         for name in ("metrics", "kpis"):
             if isinstance(data.get(name), list):
@@ -406,9 +406,9 @@ class ReportDomain(Domain):
         return p
 
     def _subject_problems(self) -> list[DomainProblem]:
-        """The subject is what one report is about (a store, a customer), never the report or its kinds: the
-        daily sales report's 1.5B made 'daily sales report' its subject noun, its report types and a category,
-        and listed the report's readers ('Store Managers', 'Sales Team') as the subjects."""
+        """The subject is what one report is about (a store, a customer), never the report or its kinds: a
+        small model makes 'daily sales report' its subject noun, its report types and a category, and lists
+        the report's readers ('Store Managers', 'Sales Team') as the subjects."""
         p: list[DomainProblem] = []
         about = "one subject"
         if _REPORT_WORD.search(self.subject_noun):
@@ -502,8 +502,8 @@ class ReportDomain(Domain):
             seen: dict[str, str] = {}
             for field, col in cols:
                 if col in seen and SUBJECT_KEY in (field, seen[col]):
-                    # said at the record's own column, which a repair can rename: said at '(subject id)', the
-                    # daily sales report's record table was rewritten whole and kept 'sale_id' as its key
+                    # said at the record's own column, which a repair can rename: said at '(subject id)', a
+                    # record table is rewritten whole and keeps its key ('sale_id')
                     own = seen[col] if field == SUBJECT_KEY else field
                     p.append(DomainProblem(path=f"{table_path}.{own}", code=Code.NAME_CLASH, value=col, message=(
                         f"column {col!r} is the subjects' key (`subject_table.id_column`), which this table holds "

@@ -184,7 +184,7 @@ _Texts = dict(min_length=1, max_length=8)
 
 class SchedulingDomain(Domain):
     KEYS = {"capabilities": "id", "skills": "id", "sites": "id", "staff": "id", "task_types": "id"}
-    PIECES_ASIDE = True  # in the conversation the 1.5B copied the worked example's docks (Domain.PIECES_ASIDE)
+    PIECES_ASIDE = True  # beside the example, a small model copies its docks (Domain.PIECES_ASIDE)
     RULES = (
         Rule("rule_kinds", ("hidden_rules",),
              "The hidden rules are of at least two kinds.", "The hardest tier draws two at once."),
@@ -296,14 +296,14 @@ class SchedulingDomain(Domain):
     @classmethod
     def tidy(cls, data: dict) -> dict:
         """Where fewer than three kinds of task are optional, the last mandatory kinds become optional until three
-        are (or all but the first, in a shorter list): the schema asks most kinds to be optional, and the
-        operating rooms' 1.5B marked all four mandatory, so no day forced a choice of what to defer. Which kinds
+        are (or all but the first, in a shorter list): the schema asks most kinds to be optional, but a small
+        model marks them all mandatory, and then no day forces a choice of what to defer. Which kinds
         stay mandatory is the draft's: its first ones.
 
-        A kind's durations are rounded up to the clock's grid (the same draft wrote 15-30 minutes on a 30-minute
+        A kind's durations are rounded up to the clock's grid (a draft may write 15-30 minutes on a 30-minute
         grid), and an arrival window that closes before the day starts is dropped: the task is ready when the day
-        begins, which is what a window of 00:00-00:30 said, in a form the schedule can hold. A client named again
-        is listed once (a dock draft named 'Baltic Haulage' six times in fourteen)."""
+        begins, which is what a window of 00:00-00:30 says, in a form the schedule can hold. A client named again
+        is listed once (a small model repeats one: 'Baltic Haulage')."""
         if isinstance(data.get("clients"), list):
             clients = data["clients"]
             data = {**data, "clients": [c for i, c in enumerate(clients) if c not in clients[:i]]}

@@ -38,8 +38,8 @@ ACTION_ROLES = ("assign", "escalate", "defer", "close", "reply", "re_route", "lo
 SeniorOnly = Literal["escalate", "close"]
 # Bounded items of the domain's lists (a domain file is untrusted data).
 Category = Annotated[str, StringConstraints(min_length=3, max_length=40, pattern=IDENT)]
-# Patterns in the types, so that a designer's grammar holds them: checked only afterwards, the helpdesk's 1.5B
-# wrote its requesters as team names ('customer_support', 'IT_admin') and the scenario was written again whole.
+# Patterns in the types, so that a designer's grammar holds them: checked only afterwards, a small model
+# writes requesters as team names ('customer_support', 'IT_admin'), and the whole scenario is written again.
 FirstName = Annotated[str, StringConstraints(min_length=2, max_length=20, pattern=LOCAL_PART)]
 MailDomain = Annotated[str, StringConstraints(min_length=4, max_length=60, pattern=EMAIL_DOMAIN)]
 Pattern = Annotated[str, StringConstraints(min_length=6, max_length=60)]
@@ -289,19 +289,19 @@ class WorkflowDomain(Domain):
     @classmethod
     def tidy(cls, data: dict) -> dict:
         """A scenario's skill named like an earlier one, or a category an earlier skill already handles, is
-        dropped where the scenario keeps its two skills and each skill a category (the helpdesk run wrote its
-        first skill again as its fifth, six categories and all). Its escalation and deferral lists keep only
+        dropped where the scenario keeps its two skills and each skill a category (a small model writes its
+        first skill again later, categories and all). Its escalation and deferral lists keep only
         categories its skills handle, each once, and a deferral that is also escalated is dropped, as long as the
-        list keeps its minimum (never a category added): the helpdesk prompt's 1.5B deferred 'network_ops', a
-        skill's name, and 'software_upgrade', one of its escalations, and the scenario rewritten whole kept them.
+        list keeps its minimum (never a category added): a small model defers a skill's name ('network_ops') or
+        one of its escalations, and keeps them when the scenario is rewritten whole.
         A scenario that defers what it also escalates, with too few other categories to defer, has its lists split:
-        the escalation keeps its first categories, the deferral the last of its own (the helpdesk run listed the same
-        six categories in both).
+        the escalation keeps its first categories, the deferral the last of its own (a small model lists the same
+        categories in both).
         A policy prefix an earlier scenario has is replaced by one made from the scenario's own name (the first
-        letters of its first word, else its words' initials): the helpdesk's three scenarios all wrote 'IT'.
+        letters of its first word, else its words' initials): a small model gives every scenario 'IT'.
         A drift that renames the amount field to itself, or to a part of its name, renames it to its next version
-        ('priority' -> 'priority_v2'; the helpdesk's third scenario, repaired whole twice, wrote the same name both
-        times, and its second renamed 'ticket_priority' to 'priority', which the validator found visible at reset)."""
+        ('priority' -> 'priority_v2'; a small model, repaired, writes the same name again, or renames
+        'ticket_priority' to 'priority', which the validator finds visible at reset)."""
         data = dict(data)
         if not isinstance(data.get("scenarios"), list):
             return data
