@@ -20,7 +20,7 @@ from openadapt.designer.pieces import (
     split_by_kind,
 )
 from openadapt.families.base import Family
-from openadapt.families.domain import SLOT_START
+from openadapt.families.domain import COMPARED
 from openadapt.llm.local.grammar import MAX_FREE_CHARS, bounded_pattern
 
 _INDEX = re.compile(r"\[\d+\]")
@@ -49,9 +49,10 @@ def text_pattern(rule: Rule, max_length: int = MAX_FREE_CHARS, min_length: int =
     required = required if len(required) <= 2 else ()
     # The pattern is of the JSON-encoded text, as the grammar writes it: a raw line break is no JSON, and there is
     # no quote (bounded_pattern leaves `"` and `\` out of the class): allowed escaped, quotes can loop to the limit.
-    # Nor a slot left to fill ('<pod-name>'): `<` never comes before what starts one.
+    # Nor a slot left to fill ('<pod-name>'): `<` opens only a comparison.
     banned = r"{}\n\r\t" + ("" if digits else "0-9")
-    char = f"([^<{banned}]|<[^<{SLOT_START}{banned}])"
+    compared = COMPARED if digits else COMPARED.replace("0-9", "")
+    char = f"([^<{banned}]|< ?[{compared}])"
     free = char if not allowed else f"({char}|[{{](" + "|".join(allowed) + ")[}])"
     # room kept for the placeholders written, where any may be
     room = max(len(required) + 1, max_length - PLACEHOLDER_CHARS * max(1, len(required)) * bool(allowed))

@@ -386,11 +386,11 @@ class Domain(DomainPart):
                 seen.add(text)
 
 
-# A name in angle brackets ('<pod-name>') is a slot a template left to fill: this world's placeholders are in
-# braces. The check finds one (`SLOT`); a grammar keeps `<` from ever coming before what starts one
-# (`SLOT_START`, a character class's body).
-SLOT_START = "A-Za-z"
-SLOT = re.compile(rf"<[{SLOT_START}][\w .-]{{0,30}}>")
+# A name in angle brackets ('<pod-name>', '< pod-name>') is a slot a template left to fill: this world's
+# placeholders are in braces. The check finds one (`SLOT`); a grammar lets `<` open only a comparison ('< 200 ms',
+# '<= 5%'): one optional space, then one of `COMPARED` (a character class's body).
+COMPARED = "0-9="
+SLOT = re.compile(r"<\s*[A-Za-z][\w .-]{0,30}>")
 # The task restated where the world's content belongs: a small model writes subjects such as 'An AI agent is
 # tasked with negotiating the price and delivery terms ...' (only a role field may speak of the agent).
 _META = re.compile(r"\bAI (agent|assistant|model)s?\b|\b(an|the) AI\b|\bis tasked with\b", re.IGNORECASE)
