@@ -187,6 +187,27 @@ def test_a_local_model_directory_trains_a_lora_adapter(real_run, tmp_path):
     assert report.tiers[0].episodes == 1
 
 
+def test_a_real_model_warm_starts_by_fine_tuning_a_lora_adapter_on_the_heuristics_turns(real_run, tmp_path):
+    """A real model's warm start: TRL's SFTTrainer on the turns of the heuristic's solved episodes, on a new LoRA
+    adapter, which GRPO then goes on training (the tiny run's saved model stands in as the 'local model')."""
+    path, _, _ = real_run
+    config = make_config(tmp_path / "run", package=str(GUESS), model=str(path / "init"), steps=1, num_generations=2,
+                         prompts_per_step=1, max_completion_length=16, context="last", warm_start="heuristic",
+                         warm_start_episodes=4, warm_start_steps=6, warm_start_lr=1e-3, eci=[1])
+    with Solver.create(config) as solver:
+        record = solver.loaded.warm_start
+        assert record.source.policy == "heuristic" and record.source.per_tier == {1: 4}
+        assert record.steps == 6 and record.turns >= 4 and record.final_loss < record.first_loss
+        assert solver.loaded.peft_config is None  # the adapter is on the model already: GRPO trains that one
+        trained = {n: p.detach().clone() for n, p in solver.model.named_parameters() if "lora_B" in n}
+        assert trained and any(p.abs().sum() > 0 for p in trained.values())  # a new adapter's B starts at zero
+        summary = solver.train()
+        assert type(solver.trainer.model).__name__.startswith("Peft")
+    assert summary.warm_start.source.policy == "heuristic"
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["warm_start"]["steps"] == 6
+    assert (tmp_path / "run" / "final" / "adapter_config.json").exists()
+
+
 # ---- the reward wiring ----------------------------------------------------------------------------------
 def test_each_completion_gets_the_reward_of_its_own_episode(tmp_path):
     config = make_config(tmp_path / "run", steps=1)

@@ -35,11 +35,11 @@ TurnsOpt = Annotated[int | None, typer.Option(min=1, help="model turns per train
 WarmupOpt = Annotated[int | None, typer.Option(min=0, help="tiny: format warm-up steps on random valid actions "
                                                "(default 400, fewer for a short run)")]
 WarmStartOpt = Annotated[str | None, typer.Option(
-    "--warm-start", metavar="heuristic|auto|off", help="tiny: before GRPO, imitate solved episodes of the package's "
-    "non-privileged policy (the heuristic; never the oracle) at the run's tiers; auto: where it has one that "
-    "solves some (default off)")]
+    "--warm-start", metavar="heuristic|auto|off", help="before GRPO, imitate solved episodes of the package's "
+    "non-privileged policy (the heuristic; never the oracle) at the run's tiers (a real model: SFT of its LoRA "
+    "adapter; it needs context: last in --settings); auto: tiny, where it has one that solves some (default off)")]
 DemonstrationsOpt = Annotated[Path | None, typer.Option(
-    metavar="FILE", help="tiny: imitate these solved episodes before GRPO instead (JSONL: eci, solved, turns of "
+    metavar="FILE", help="imitate these solved episodes before GRPO instead (JSONL: eci, solved, turns of "
     "prompt and completion)")]
 EvalOpt = Annotated[int | None, typer.Option(min=0, help="held-out seeds per tier for the before/after evaluation "
                                              "(default 100; 0 skips it)")]

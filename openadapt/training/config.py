@@ -28,9 +28,9 @@ from openadapt.training.tiny import TinySize
 TINY = "tiny"
 TINY_WARMUP, TINY_WARMUP_MIN = 400, 100
 # Settings a `--resume` cannot change: the checkpoint's model was built and warmed up with them.
-FROZEN = frozenset({"package", "model", "tiny_size", "vocab_seeds", "vocab_min_count", "lora", "warmup_steps",
-                    "warmup_lr", "warmup_prompt_lm", "warm_start", "demonstrations", "warm_start_episodes",
-                    "warm_start_steps"})
+FROZEN = frozenset({"package", "model", "tiny_size", "value_slots", "vocab_seeds", "vocab_min_count", "lora",
+                    "warmup_steps", "warmup_lr", "warmup_prompt_lm", "warm_start", "demonstrations",
+                    "warm_start_episodes", "warm_start_steps", "warm_start_lr"})
 
 
 class WandbMode(StrEnum):
@@ -189,14 +189,17 @@ class SolverSettings(BaseModel):
     warmup_lr: float = Field(default=3e-3, gt=0)
     warm_start: Literal["heuristic", "auto", "off"] | None = Field(default=None, description=(
         "'heuristic': before GRPO, imitate solved episodes of the package's non-privileged policy on training "
-        "seeds, at the run's tiers (tiny only, for now; the oracle is never a source); 'auto': the same where the "
-        "model is tiny and the package ships a heuristic that solves some episodes, else nothing; default 'off' "
-        "(a curriculum: 'auto')"))
+        "seeds, at the run's tiers (tiny: cross-entropy on the action tokens; a real model: TRL's SFTTrainer, on "
+        "its LoRA adapter where it trains one; the oracle is never a source); 'auto': the same where the model is "
+        "tiny and the package ships a heuristic that solves some episodes, else nothing; default 'off' (a "
+        "curriculum: 'auto')"))
     demonstrations: Path | None = Field(default=None, description="a JSONL of solved episodes to imitate instead "
                                         "of the heuristic's (one episode a line: eci, solved, turns of prompt and "
                                         "completion)")
     warm_start_episodes: int = Field(default=256, ge=1, description="solved demonstrations per tier")
     warm_start_steps: int = Field(default=800, ge=1, description="imitation steps of 16 demonstrated turns")
+    warm_start_lr: float | None = Field(default=None, gt=0, description="the imitation's learning rate (tiny: "
+                                        "warmup_lr; a real model: 2e-4 on a LoRA adapter, 1e-5 on full weights)")
     warmup_prompt_lm: bool | None = Field(default=None, description="the warm-up also does next-token prediction "
                                           "on the prompts' own text, no answers and no reward (tiny: yes)")
     save_steps: int = Field(default=10, ge=1, description="checkpoint every N steps (and at the end): a kill "
@@ -210,6 +213,9 @@ class SolverSettings(BaseModel):
                                  "occurrences in the sample to get a token (the rest, mostly one-off numbers, read "
                                  "as <unk>); every word of the system prompt and of the action schema has one")
     tiny_size: TinySize = Field(default_factory=TinySize)
+    value_slots: bool = Field(default=False, description="tiny: the values an observation shows (ids, dates, "
+                              "amounts) reach the model as slot tokens, which its reply may write for them "
+                              "(openadapt.training.slots)")
     lora: LoraSettings | None = Field(default_factory=LoraSettings, description="None: full fine-tuning")
     gradient_checkpointing: bool | None = None
     use_vllm: bool = Field(default=False, description="generate rollouts with TRL's vLLM engine (GPU only, vLLM "
@@ -255,6 +261,8 @@ class SolverSettings(BaseModel):
         for name, value in defaults.items():
             if getattr(self, name) is None:
                 self.__dict__[name] = value  # resolved, not "set": model_fields_set keeps what was asked for
+        if self.warm_start_lr is None:
+            self.__dict__["warm_start_lr"] = self.warmup_lr if tiny else 2e-4 if self.lora is not None else 1e-5
         movable = self.kl_term and (tiny or self.lora is None)
         if self.reference is None:
             self.__dict__["reference"] = "tier" if movable else "initial"
@@ -265,20 +273,23 @@ class SolverSettings(BaseModel):
             raise ValueError("imitate trains on the turns of solved episodes as rows of their own: it needs context "
                              "'last'")
         if self.warm_start == "auto" and not (tiny and self.context == "last"):
-            self.__dict__["warm_start"] = "off"  # a real model's warm start is not built; auto asks for none
-        if self.warms_up_on_demonstrations and not tiny:
-            raise ValueError("the warm start from demonstrations trains the tiny model (cross-entropy on the action "
-                             "tokens); a real model's (SFT with LoRA) is not built yet: use warm_start 'off'")
+            # a pretrained model starts from what it already does: its warm start is asked for, never automatic
+            self.__dict__["warm_start"] = "off"
+        if self.value_slots and not tiny:
+            raise ValueError("value_slots gives the tiny model's vocabulary slot tokens; a pretrained model reads "
+                             "and writes values in its own tokens")
         if self.warms_up_on_demonstrations and self.context != "last":
             raise ValueError("the warm start imitates each turn from its own observation: it needs context 'last'")
         if self.credit == "turn" and self.context != "last":
             raise ValueError("credit 'turn' trains each turn as its own row: it needs context 'last'")
         if self.reference == "tier" and not movable:
             raise ValueError("reference 'tier' moves the KL reference model: it needs beta > 0 and a fully "
-                             "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")
+                             "fine-tuned model (tiny, or lora None); a LoRA run's reference is fixed, the model GRPO "
+                             "began from")
         if self.reference_sync_steps and not movable:
             raise ValueError("reference_sync_steps moves the KL reference model: it needs beta > 0 and a fully "
-                             "fine-tuned model (tiny, or lora None); a LoRA run's reference is its base model")
+                             "fine-tuned model (tiny, or lora None); a LoRA run's reference is fixed, the model GRPO "
+                             "began from")
         if self.reference_sync_steps and self.reference_sync_from > 1 and self.context != "last":
             raise ValueError("reference_sync_from reads each step's tier from the turn trainer: it needs context "
                              "'last'")

@@ -14,6 +14,7 @@ from openadapt.envpkg.textenv import TextEnv
 from openadapt.kit.policy import _WORD, RandomPolicy
 from openadapt.kit.protocol import json_objects
 from openadapt.training.errors import TrainingError  # noqa: F401 - where the training modules import it from
+from openadapt.training.slots import SLOT
 
 
 class SchemaRandomActions(RandomPolicy):
@@ -31,7 +32,8 @@ class SchemaRandomActions(RandomPolicy):
 
     def payload(self, observation: dict[str, Any] | str) -> dict[str, Any]:
         text = observation if isinstance(observation, str) else json.dumps(observation)
-        found = _WORD.findall(text) or ["x"]
+        # a value slot (`training.slots`) is one of the words shown, whole
+        found = [*_WORD.findall(SLOT.sub(" ", text)), *SLOT.findall(text)] or ["x"]
         payload = {}
         for name, prop in self.schema.get("properties", {}).items():
             if name == "metadata":

@@ -26,7 +26,13 @@ from openadapt.training.config import TrainConfig
 from openadapt.training.demonstrations import Demonstration, DemonstrationSource, collect, load_file
 from openadapt.training.envinfo import TrainingError, action_schema, sample_env, written_form
 from openadapt.training.pool import TextEnvPool
-from openadapt.training.warmup import WarmStartResult, WarmupResult, demonstration_warmup, format_warmup
+from openadapt.training.warmup import (
+    WarmStartResult,
+    WarmupResult,
+    demonstration_warmup,
+    format_warmup,
+    sft_warm_start,
+)
 
 UNSLOTH_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 WARMUP_SEED_START = 500_000  # format warm-up prompts come from training seeds (below EVAL_SEED_START)
@@ -130,7 +136,7 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
     written = [written_form(t.completion) for d in demonstrations for t in d.turns]
     vocab = tiny.build_vocabulary([system, *tiny.schema_words(schema), *sample.completions, *written],
                                   [*sample.prompts, *shown], min_count=config.vocab_min_count)
-    tokenizer = tiny.build_tokenizer(vocab)
+    tokenizer = tiny.build_tokenizer(vocab, slots=config.value_slots)
     model = tiny.build_model(tokenizer, config.tiny_size, seed=config.seed)
     if config.max_completion_length is None:
         config.__dict__["max_completion_length"] = fit_completion_length(tokenizer, [*sample.completions, *written])
@@ -145,8 +151,8 @@ def build_tiny(config: TrainConfig, pool: TextEnvPool, ref: PackageRef, tiers: l
     warm_start = None
     if demonstrations:
         warm_start = demonstration_warmup(model, tokenizer, demonstrations, source, steps=config.warm_start_steps,
-                                          lr=config.warmup_lr, system_prompt=system if config.system_prompt else None,
-                                          seed=config.seed, progress=warm_progress)
+                                          lr=config.warm_start_lr, seed=config.seed, progress=warm_progress,
+                                          system_prompt=system if config.system_prompt else None)
     return LoadedModel(model, tokenizer, "tiny", f"built in-process ({len(vocab)} tokens)", warmup=warmup,
                        warm_start=warm_start)
 
@@ -235,6 +241,24 @@ def load_pretrained(config: TrainConfig) -> LoadedModel:
         peft_config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                                  target_modules=lora.target_modules, task_type="CAUSAL_LM")
     return LoadedModel(model, tokenizer, "lora" if peft_config else "full", source, peft_config=peft_config)
+
+
+def warm_start_pretrained(loaded: LoadedModel, config: TrainConfig, pool: TextEnvPool,
+                          progress: Any = None) -> LoadedModel:
+    """A real model after its warm start (`sft_warm_start`), where the run asks for one and there are
+    demonstrations: its LoRA adapter (or its weights) trained, and handed on to GRPO as it is."""
+    env = pool.envs[0]
+    demonstrations, source = demonstrations_for(config, env, pool.section)
+    if not demonstrations:
+        return loaded
+    model, loaded.warm_start = sft_warm_start(
+        loaded.model, loaded.tokenizer, demonstrations, source, steps=config.warm_start_steps,
+        lr=config.warm_start_lr, peft_config=loaded.peft_config, seed=config.seed,
+        gradient_checkpointing=config.gradient_checkpointing, progress=progress,
+        system_prompt=env.system_prompt() if config.system_prompt else None)
+    # the adapter is on the model now: GRPO trains it, and wraps no other
+    loaded.model, loaded.peft_config = model, None
+    return loaded
 
 
 def _load_unsloth(config: TrainConfig, source: str) -> LoadedModel:  # pragma: no cover - GPU only

@@ -28,13 +28,14 @@ class ModelPolicy:
     prompt and `context` what each turn sees (both as the run that trained the model did)."""
 
     def __init__(self, model: Any, tokenizer: Any, *, system_prompt: bool, max_new_tokens: int, name: str,
-                 context: Context = "full"):
+                 context: Context = "full", slots: bool = False):
         self.model = model
         self.tokenizer = tokenizer
         self.system_prompt = system_prompt
         self.max_new_tokens = max_new_tokens
         self.name = name
         self.context = context  # what each turn is generated from, as in training (rollout.run_episodes)
+        self.slots = slots  # the environments are seen through value slots, as in training (`training.slots`)
 
     @classmethod
     def from_run(cls, run_dir: Path | str) -> ModelPolicy:
@@ -65,7 +66,7 @@ class ModelPolicy:
         loaded = load_saved(source, "tiny" if config.is_tiny else "pretrained")
         return cls(loaded.model, loaded.tokenizer, system_prompt=bool(config.system_prompt),
                    max_new_tokens=config.max_completion_length, name=f"{MODEL_PREFIX}{run_dir}",
-                   context=config.context)
+                   context=config.context, slots=config.value_slots)
 
 
 def trace_result(trace: EpisodeTrace) -> EpisodeResult:
@@ -128,5 +129,5 @@ def evaluate_run(run_dir: str, package: str, tiers: list[int], episodes: int, se
                  on_trace: Callable[[EpisodeTrace], None] | None = None, batch: int = 32) -> EvalReport:
     """`openadapt eval PACKAGE --policy model:RUN_DIR`."""
     policy = ModelPolicy.from_run(run_dir)
-    with TextEnvPool(package, min(batch, episodes), trust=trust) as pool:
+    with TextEnvPool(package, min(batch, episodes), trust=trust, slots=policy.slots) as pool:
         return evaluate_model(policy, pool, tiers, episodes, seed_start, progress=progress, on_trace=on_trace)

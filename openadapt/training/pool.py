@@ -7,13 +7,16 @@ from openadapt.envpkg.loader import load, resolve
 from openadapt.envpkg.textenv import LocalTextEnv, TextEnv
 from openadapt.sandbox import SandboxChoice
 from openadapt.sandbox.remote import SandboxedTextEnvs
+from openadapt.training.slots import SlottedTextEnv
 
 
 class TextEnvPool:
     """`n` text environments of one package: in this process for trusted seeds (or with `trust=True`), in a
-    sandbox process otherwise. Use as a context manager; `.envs` are the environments."""
+    sandbox process otherwise; with `slots`, seen through value slots (`training.slots`). Use as a context
+    manager; `.envs` are the environments."""
 
-    def __init__(self, ref: str, n: int, *, trust: bool = False, sandbox: SandboxChoice | str = SandboxChoice.AUTO):
+    def __init__(self, ref: str, n: int, *, trust: bool = False, sandbox: SandboxChoice | str = SandboxChoice.AUTO,
+                 slots: bool = False):
         package = resolve(ref)
         self.label = package.label
         self.section = package.manifest.openadapt
@@ -28,6 +31,8 @@ class TextEnvPool:
             self.envs = list(self._remote.envs)
             self.isolated = self._remote.isolated
             self.in_process = False
+        if slots:
+            self.envs = [SlottedTextEnv(env) for env in self.envs]
 
     def close(self) -> None:
         if self._remote is not None:

@@ -51,7 +51,14 @@ from openadapt.training.config import TrainConfig, WandbMode, resumed_config
 from openadapt.training.envinfo import TrainingError
 from openadapt.training.episodes import EpisodeOutcome, FixedTierPlan, TierPlan
 from openadapt.training.grpo import EnvironmentRollout, environment_reward_function
-from openadapt.training.loading import LoadedModel, build_tiny, load_pretrained, load_saved, resolve_model_source
+from openadapt.training.loading import (
+    LoadedModel,
+    build_tiny,
+    load_pretrained,
+    load_saved,
+    resolve_model_source,
+    warm_start_pretrained,
+)
 from openadapt.training.modelpolicy import ModelPolicy, evaluate_model
 from openadapt.training.pool import TextEnvPool
 from openadapt.training.progress import quiet_third_party
@@ -178,7 +185,8 @@ class Solver:
                     config, notes = resumed_config(stored, config)
             if not existing:
                 run.prepare(config, resume=False)
-            pool = TextEnvPool(config.package, config.batch_size, trust=config.trust, sandbox=config.sandbox)
+            pool = TextEnvPool(config.package, config.batch_size, trust=config.trust, sandbox=config.sandbox,
+                               slots=config.value_slots)
             loaded = cls._load_model(config, run, pool, ref, existing, warmup_progress, warm_start_progress)
             if not existing or config.resume:
                 run.record_config(config)  # with what building the model resolved (tiny's tokens per turn)
@@ -195,6 +203,9 @@ class Solver:
             trainer = cls._trainer(config, run, loaded, rollout,
                                    [metrics, *callbacks, progress, reference, stopper], wandb_mode)
             reference.trainer = trainer  # config validation refused 'tier' where there is no reference model
+            if loaded.warm_start is not None and not existing and not config.is_tiny and trainer.ref_model is not None:
+                # TRL loads a fully fine-tuned model's reference from its source, as it was before the warm start
+                reference.anchor()
             solver = cls(config, run, pool, loaded, rollout, trainer, metrics, stopper, wandb_mode, notes)
             solver.reference = reference
             progress.write = solver._write_progress
@@ -210,7 +221,14 @@ class Solver:
                     warmup_progress: Callable[[int, float], None] | None,
                     warm_start_progress: Callable[[int, float], None] | None = None) -> LoadedModel:
         if not config.is_tiny:
-            return load_pretrained(config)
+            loaded = load_pretrained(config)
+            if existing:  # a resumed run: the checkpoint holds the adapter its warm start began
+                summary = run.summary() or {}
+                loaded.warm_start = WarmStartResult.model_validate(summary["warm_start"]) \
+                    if summary.get("warm_start") else None
+                return loaded
+            return warm_start_pretrained(loaded, config, pool, warm_start_progress) \
+                if config.warms_up_on_demonstrations else loaded
         if existing and (run.init_dir / "config.json").exists():
             loaded = load_saved(run.init_dir, "tiny")
             if config.max_completion_length is None:  # a run recorded before the length was fitted
@@ -284,7 +302,8 @@ class Solver:
     def use_package(self, ref: str) -> None:
         """Swap the environment package between steps: close the current pool, open one on `ref` (same size,
         same trust and sandbox settings). The model, optimizer and step count go on."""
-        new = TextEnvPool(ref, self.config.batch_size, trust=self.config.trust, sandbox=self.config.sandbox)
+        new = TextEnvPool(ref, self.config.batch_size, trust=self.config.trust, sandbox=self.config.sandbox,
+                          slots=self.config.value_slots)
         old, self.pool = self.pool, new
         old.close()
         self.rollout.attach(new.envs, new.label, new.section.eci_tiers, new.envs[0].system_prompt(),

@@ -102,8 +102,9 @@ def build_vocabulary(required: Iterable[str], counted: Iterable[str], min_count:
     return list(vocab)
 
 
-def build_tokenizer(vocab: list[str]):
-    """A `PreTrainedTokenizerFast` (word level, exact decoding, left padding, a chat template) over `vocab`."""
+def build_tokenizer(vocab: list[str], slots: bool = False):
+    """A `PreTrainedTokenizerFast` (word level, exact decoding, left padding, a chat template) over `vocab`; with
+    `slots`, each value slot token (`training.slots`) one token too, kept when decoding."""
     from tokenizers import Tokenizer, decoders, models
     from transformers import PreTrainedTokenizerFast
 
@@ -117,6 +118,10 @@ def build_tokenizer(vocab: list[str]):
         model_max_length=TinySize().max_position_embeddings,
     )
     tokenizer.chat_template = CHAT_TEMPLATE
+    if slots:
+        from openadapt.training.slots import SLOT_TOKENS
+
+        tokenizer.add_tokens(list(SLOT_TOKENS))
     return tokenizer
 
 

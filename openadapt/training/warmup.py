@@ -10,7 +10,8 @@ reward. After it the model writes well-formed actions at about the random agent'
 
 The warm start from demonstrations (`demonstration_warmup`) comes after it: the same cross-entropy on the turns
 of solved episodes of a policy that reads only its observations (openadapt.training.demonstrations), so that GRPO
-starts from a model that solves some episodes and its groups differ.
+starts from a model that solves some episodes and its groups differ. A real model needs no format warm-up; its warm
+start is supervised fine-tuning on the same turns with TRL's SFTTrainer (`sft_warm_start`).
 """
 
 from __future__ import annotations
@@ -190,3 +191,59 @@ def demonstration_warmup(model: Any, tokenizer: Any, demonstrations: list[Demons
     return WarmStartResult(source=source, steps=len(losses), turns=len(rows),
                            first_loss=round(losses[0], 4) if losses else 0.0, final_loss=_tail(losses),
                            seconds=round(time.perf_counter() - started, 2))
+
+
+def sft_warm_start(model: Any, tokenizer: Any, demonstrations: list[Demonstration], source: DemonstrationSource, *,
+                   steps: int, lr: float, peft_config: Any = None, system_prompt: str | None = None, seed: int = 0,
+                   gradient_checkpointing: bool = False, batch_size: int = 16,
+                   progress: Callable[[int, float], None] | None = None) -> tuple[Any, WarmStartResult]:
+    """A real model's warm start: TRL's `SFTTrainer` on the demonstrations' turns, each a prompt-completion pair
+    in the model's chat template (the conversation a `context="last"` run generates the turn from, then the
+    demonstrated action as the assistant's reply), the loss on the completion only; with `peft_config`, on a new
+    LoRA adapter. `steps` steps of `batch_size` turns (accumulated four at a time). Returns the trained model (a
+    PeftModel where it trained an adapter) and the record."""
+    import gc
+    import tempfile
+
+    import torch
+    from datasets import Dataset
+    from transformers import PrinterCallback, TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    rows = [{"prompt": first_messages(system_prompt, turn.prompt, tokenizer),
+             "completion": [{"role": "assistant", "content": written_form(turn.completion)}]}
+            for episode in demonstrations for turn in episode.turns]
+    if not rows:
+        raise ValueError("no demonstrated turns to learn from")
+    losses: list[float] = []
+
+    class Losses(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                losses.append(float(logs["loss"]))
+                if progress is not None:
+                    progress(state.global_step, losses[-1])
+
+    started = time.perf_counter()
+    cuda = torch.cuda.is_available()
+    accumulate = min(4, batch_size)
+    with tempfile.TemporaryDirectory(prefix="openadapt-sft-") as scratch:  # nothing is saved: the run saves it
+        args = SFTConfig(output_dir=scratch, max_steps=steps, learning_rate=lr, lr_scheduler_type="constant",
+                         per_device_train_batch_size=batch_size // accumulate, gradient_accumulation_steps=accumulate,
+                         logging_steps=1, save_strategy="no", report_to=[], seed=seed, disable_tqdm=True,
+                         use_cpu=not cuda, bf16=cuda and torch.cuda.is_bf16_supported(),
+                         gradient_checkpointing=gradient_checkpointing, dataloader_num_workers=0,
+                         max_length=None)  # a turn is trained whole, as GRPO generates it: never cut
+        trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                             processing_class=tokenizer, peft_config=peft_config, callbacks=[Losses()])
+        trainer.remove_callback(PrinterCallback)  # the losses go to `progress`, not to stdout
+        trainer.train()
+    model = trainer.model
+    model.eval()
+    del trainer  # its optimizer's state is not GRPO's: freed before GRPO builds its own
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return model, WarmStartResult(source=source, steps=len(losses), turns=len(rows),
+                                  first_loss=round(losses[0], 4) if losses else 0.0, final_loss=_tail(losses),
+                                  seconds=round(time.perf_counter() - started, 2))
